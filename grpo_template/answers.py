@@ -1,0 +1,143 @@
+"""The user's answers, read as data and validated: one clear error per bad answer.
+
+The pre-generation hook calls `validate()`; an `AnswerError` becomes one line on stderr and
+cookiecutter removes the half-made project folder.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+
+from . import catalog, tasks, tiers
+from .catalog import ModelSpec
+from .tuning import DoesNotFit, Plan, plan
+
+BACKENDS = ("transformers",)
+TRACKERS = ("none", "tensorboard")
+
+_NAME_RE = re.compile(r"^[\w][\w .,'()+-]{0,79}$")
+_SLUG_RE = re.compile(r"^[a-z][a-z0-9-]{0,58}[a-z0-9]$")
+_PACKAGE_RE = re.compile(r"^[a-z][a-z0-9_]{0,58}[a-z0-9]$")
+# Import names the generated project depends on: a package with one of these names would shadow it.
+RESERVED_PACKAGES = {
+    "accelerate", "bitsandbytes", "datasets", "hypothesis", "jsonschema", "math_verify", "numpy",
+    "pandas", "peft", "pytest", "rich", "ruff", "safetensors", "src", "tensorboard", "test", "tests",
+    "tokenizers", "torch", "transformers", "trl", "unsloth", "unsloth_zoo", "vllm", "wandb", "yaml",
+}
+
+
+class AnswerError(ValueError):
+    """An answer (or combination of answers) that cannot produce a working project."""
+
+
+@dataclass(frozen=True)
+class Answers:
+    project_name: str
+    project_slug: str
+    package_name: str
+    model: str
+    custom_model_id: str
+    custom_model_params_b: str
+    task_type: str
+    gpu_tier: str
+    backend: str
+    tracker: str
+
+    @classmethod
+    def from_context(cls, context: dict) -> Answers:
+        """Pick the answers out of cookiecutter's context (extra keys are ignored)."""
+        fields = cls.__dataclass_fields__
+        missing = [name for name in fields if name not in context]
+        if missing:
+            raise AnswerError(f"missing answers: {', '.join(missing)}")
+        return cls(**{name: str(context[name]).strip() for name in fields})
+
+    @cached_property
+    def model_spec(self) -> ModelSpec:
+        if self.model == catalog.CUSTOM:
+            return catalog.custom_model(self.custom_model_id, float(self.custom_model_params_b))
+        return catalog.CATALOG[self.model]
+
+    @property
+    def tier(self) -> tiers.Tier:
+        return tiers.TIERS[self.gpu_tier]
+
+    @property
+    def task(self) -> tasks.TaskSpec:
+        return tasks.TASKS[self.task_type]
+
+    @cached_property
+    def plan(self) -> Plan:
+        return plan(self.model_spec, self.tier, self.task, self.backend)
+
+
+def _choice(name: str, value: str, allowed) -> None:
+    if value not in allowed:
+        raise AnswerError(f"{name} '{value}' is not offered; choose one of: {', '.join(allowed)}")
+
+
+def check_names(answers: Answers) -> None:
+    if not _NAME_RE.match(answers.project_name):
+        raise AnswerError(
+            f"project_name {answers.project_name!r} is not allowed: use up to 80 letters, digits, "
+            "spaces and . , ' ( ) + - _ (no quotes, braces or backslashes)"
+        )
+    if not _SLUG_RE.match(answers.project_slug) or "--" in answers.project_slug:
+        raise AnswerError(
+            f"project_slug {answers.project_slug!r} is not valid: use 2-60 lowercase letters, digits "
+            "and single '-', starting with a letter (e.g. project_slug=my-grpo-project)"
+        )
+    package = answers.package_name
+    if not _PACKAGE_RE.match(package):
+        raise AnswerError(
+            f"package_name {package!r} is not a valid Python package name: use lowercase letters, "
+            "digits and '_', starting with a letter (e.g. package_name=my_grpo_project)"
+        )
+    if keyword.iskeyword(package) or keyword.issoftkeyword(package):
+        raise AnswerError(f"package_name {package!r} is a Python keyword; pick another name")
+    if package in sys.stdlib_module_names or package in RESERVED_PACKAGES:
+        raise AnswerError(
+            f"package_name {package!r} would shadow the '{package}' module the project imports; "
+            f"pick another name (e.g. {package}_grpo)"
+        )
+
+
+def check_model(answers: Answers) -> None:
+    _choice("model", answers.model, [*catalog.CATALOG, catalog.CUSTOM])
+    if answers.model != catalog.CUSTOM:
+        return
+    if not catalog.valid_hub_id(answers.custom_model_id):
+        raise AnswerError(
+            f"custom_model_id {answers.custom_model_id!r} is not a Hub model id: use owner/name, "
+            "e.g. custom_model_id=mistralai/Mistral-7B-Instruct-v0.3"
+        )
+    try:
+        size = float(answers.custom_model_params_b)
+    except ValueError:
+        size = math.nan
+    if not (0.01 <= size <= 1000):
+        raise AnswerError(
+            f"custom_model_params_b {answers.custom_model_params_b!r} must be the model's size in "
+            "billions of parameters, e.g. custom_model_params_b=7.2"
+        )
+
+
+def validate(context: dict) -> Answers:
+    """All checks, cheapest first; returns the answers with a plan that fits."""
+    answers = Answers.from_context(context)
+    check_names(answers)
+    check_model(answers)
+    _choice("task_type", answers.task_type, tasks.TASKS)
+    _choice("gpu_tier", answers.gpu_tier, tiers.TIERS)
+    _choice("backend", answers.backend, BACKENDS)
+    _choice("tracker", answers.tracker, TRACKERS)
+    try:
+        answers.plan  # noqa: B018 - computing the plan is the check
+    except DoesNotFit as err:
+        raise AnswerError(str(err)) from err
+    return answers

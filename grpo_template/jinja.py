@@ -1,0 +1,92 @@
+"""The cookiecutter Jinja extension: `grpo("name")` places a derived value, and a guard makes sure
+no answer can execute template code.
+
+Cookiecutter renders every answer given on the command line (`project_name=...`) as a Jinja
+template, in an environment without a sandbox, so a payload such as
+`{{ cycler.__init__.__globals__.os.system('...') }}` would run. The guard wraps `from_string`
+(which cookiecutter uses for answers, defaults, file names and hooks): the template's own strings
+(cookiecutter.json and the hooks) and plain `{{ cookiecutter.x }}` references (file names) render
+as usual; any other string with template syntax renders as the literal text. The pre-generation
+hook then refuses such an answer with one clear line.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from jinja2 import nodes, pass_context
+from jinja2.exceptions import TemplateSyntaxError
+from jinja2.ext import Extension
+
+from . import bake
+
+TEMPLATE_ROOT = Path(__file__).resolve().parent.parent
+_DELIMITERS = ("{{", "{%", "{#")
+
+
+def _strings(value) -> set[str]:
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, dict):
+        return set().union(*(_strings(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_strings(v) for v in value)) if value else set()
+    return set()
+
+
+@lru_cache(maxsize=1)
+def trusted_sources() -> frozenset[str]:
+    """Template strings the template itself owns: cookiecutter.json values and hook files."""
+    owned = _strings(json.loads((TEMPLATE_ROOT / "cookiecutter.json").read_text(encoding="utf-8")))
+    for hook in (TEMPLATE_ROOT / "hooks").glob("*.py"):
+        owned.add(hook.read_text(encoding="utf-8"))
+    return frozenset(owned)
+
+
+def is_plain_reference(environment, source: str) -> bool:
+    """True when the source only substitutes `cookiecutter.<name>` values (as file names do)."""
+    try:
+        tree = environment.parse(source)
+    except TemplateSyntaxError:
+        return False
+    allowed = (nodes.Template, nodes.Output, nodes.TemplateData, nodes.Name, nodes.Getattr)
+    for node in tree.find_all(nodes.Node):
+        if not isinstance(node, allowed):
+            return False
+        if isinstance(node, nodes.Name) and node.name != "cookiecutter":
+            return False
+        if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
+            return False
+    return True
+
+
+def renders_as_template(environment, source: str) -> bool:
+    """Whether `from_string(source)` may execute as a template (else it renders as text)."""
+    if not any(d in source for d in _DELIMITERS):
+        return True
+    return source in trusted_sources() or is_plain_reference(environment, source)
+
+
+@pass_context
+def _grpo(context, name: str):
+    return bake.lookup(context["cookiecutter"], name)
+
+
+class GrpoExtension(Extension):
+    """Adds `grpo(name)` and `grpo_template_root()`, and guards `from_string`."""
+
+    def __init__(self, environment):
+        super().__init__(environment)
+        environment.globals["grpo"] = _grpo
+        environment.globals["grpo_template_root"] = lambda: str(TEMPLATE_ROOT)
+        compile_string = environment.from_string
+
+        def guarded_from_string(source, globals=None, template_class=None):
+            if isinstance(source, str) and not renders_as_template(environment, source):
+                literal = {"grpo_literal_text": source}
+                return compile_string("{{ grpo_literal_text }}", literal, template_class)
+            return compile_string(source, globals, template_class)
+
+        environment.from_string = guarded_from_string

@@ -1,0 +1,44 @@
+"""Which files of the project template belong to which answer; the rest are pruned after baking.
+
+The template folder holds every variant (cookiecutter-data-science style); `prune` deletes the
+files of the options not chosen, so a project contains only code it uses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .answers import Answers
+
+# (question, answer) -> files (relative to the project root; {pkg} = package name) kept only
+# when that answer was given.
+VARIANT_FILES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("task_type", "math"): (
+        "src/{pkg}/tasks/math_task.py",
+        "src/{pkg}/rewards/math_rewards.py",
+        "data/sample_math.jsonl",
+        "tests/test_math_rewards.py",
+    ),
+}
+
+
+def variant_paths(answers: Answers) -> tuple[set[str], set[str]]:
+    """(files to keep, files to delete) among the variant files."""
+    keep, drop = set(), set()
+    for (question, value), paths in VARIANT_FILES.items():
+        chosen = getattr(answers, question) == value
+        for path in paths:
+            (keep if chosen else drop).add(path.format(pkg=answers.package_name))
+    return keep, drop - keep
+
+
+def prune(project_dir: Path, answers: Answers) -> list[str]:
+    """Delete the files of options not chosen; returns what was removed."""
+    _, drop = variant_paths(answers)
+    removed = []
+    for relative in sorted(drop):
+        path = project_dir / relative
+        if path.exists():
+            path.unlink()
+            removed.append(relative)
+    return removed

@@ -1,0 +1,93 @@
+"""`cookiecutter.json`, generated from the catalog, tiers and tasks so the choices cannot drift.
+
+    python -m grpo_template.questions --write   # regenerate cookiecutter.json
+
+`tests/test_questions.py` fails when the committed file differs from what this produces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from . import answers, catalog, tasks, tiers
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _model_label(spec: catalog.ModelSpec) -> str:
+    gated = ", gated" if spec.gated else ""
+    thinking = ", thinking" if spec.thinking else ""
+    return f"{spec.hub_id} ({spec.params_b:.1f}B{thinking}{gated})"
+
+
+def _first(default: str, names) -> list[str]:
+    names = list(names)
+    return [default, *[n for n in names if n != default]]
+
+
+def questions() -> dict:
+    models = _first(catalog.DEFAULT_MODEL, catalog.CATALOG) + [catalog.CUSTOM]
+    custom = f"cookiecutter.model == '{catalog.CUSTOM}'"
+    return {
+        "project_name": "My GRPO Project",
+        "project_slug": "{{ cookiecutter.project_name | slugify }}",
+        "package_name": "{{ cookiecutter.project_slug | replace('-', '_') }}",
+        "model": models,
+        "custom_model_id": "{{ 'your-org/your-model' if " + custom + " else 'n/a' }}",
+        "custom_model_params_b": "{{ '7' if " + custom + " else '0' }}",
+        "task_type": _first(tasks.DEFAULT_TASK, tasks.TASKS),
+        "gpu_tier": _first(tiers.DEFAULT_TIER, tiers.TIERS),
+        "backend": list(answers.BACKENDS),
+        "tracker": list(answers.TRACKERS),
+        "_extensions": ["grpo_template.jinja.GrpoExtension"],
+        "_copy_without_render": ["*.jinja"],
+        "__prompts__": {
+            "project_name": "Project name",
+            "project_slug": "Project folder and distribution name",
+            "package_name": "Python package name",
+            "model": {
+                "__prompt__": "Base model to fine-tune",
+                **{m: _model_label(catalog.CATALOG[m]) for m in models if m in catalog.CATALOG},
+                catalog.CUSTOM: "custom: any Hub id (asked next)",
+            },
+            "custom_model_id": "Custom model Hub id (only used when model is 'custom')",
+            "custom_model_params_b": "Custom model size in billions of parameters (only for 'custom')",
+            "task_type": {
+                "__prompt__": "Task type",
+                **{t.name: t.label for t in tasks.TASKS.values()},
+            },
+            "gpu_tier": {
+                "__prompt__": "GPU tier (memory per GPU)",
+                **{t.name: t.label for t in tiers.TIERS.values()},
+            },
+            "backend": {
+                "__prompt__": "Training backend",
+                "transformers": "Transformers + TRL + PEFT",
+            },
+            "tracker": {
+                "__prompt__": "Experiment tracker",
+                "none": "none (console and files only)",
+                "tensorboard": "TensorBoard (local event files)",
+            },
+        },
+    }
+
+
+def render() -> str:
+    return json.dumps(questions(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="write cookiecutter.json")
+    args = parser.parse_args()
+    if args.write:
+        (ROOT / "cookiecutter.json").write_text(render(), encoding="utf-8")
+    else:
+        print(render(), end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""Render `configs/grpo.yaml`: the tuning plan as a TRL recipe, one commented line per value.
+
+The recipe is TRL's own format (one flat mapping read by `TrlParser`). Only fields that exist in
+the pinned TRL are written; `max_prompt_length` and `warmup_ratio` are gone from TRL 1.16 /
+transformers 5, so prompt length is the script argument `max_prompt_tokens` and warmup is in steps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from .tuning import Plan
+
+TRACKERS = ("none", "tensorboard")
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str
+    value: object
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    entries: tuple[Entry, ...]
+
+
+def yaml_scalar(value: object) -> str:
+    """A YAML 1.1 scalar (PyYAML) for a value: floats always carry a '.', strings are quoted."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        text = repr(value)
+        if "e" in text and "." not in text.split("e")[0]:
+            mantissa, exponent = text.split("e")
+            text = f"{mantissa}.0e{exponent}"
+        return text
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(yaml_scalar(v) for v in value) + "]"
+    raise TypeError(f"no YAML form for {type(value).__name__}")
+
+
+def run_name(plan: Plan) -> str:
+    short = plan.model.hub_id.split("/")[-1].lower()
+    return re.sub(r"[^a-z0-9.]+", "-", f"{short}-{plan.task.name}-grpo").strip("-")
+
+
+def sections(plan: Plan, tracker: str) -> list[Section]:
+    task, model, tier = plan.task, plan.model, plan.tier
+    rewards = task.rewards
+    data = Section(
+        "data and prompts (ScriptArguments, src/<package>/config.py)",
+        (
+            Entry("dataset_name", task.dataset_name, "Hub id, or a local .jsonl/.csv/.parquet file"),
+            Entry("dataset_config", task.dataset_config, "Hub dataset configuration"),
+            Entry("dataset_train_split", task.train_split),
+            Entry("dataset_test_split", task.test_split, "held out for evaluation"),
+            Entry("prompt_column", task.prompt_column, "column with the question"),
+            Entry("answer_column", task.answer_column, "column with the gold answer"),
+            Entry("system_prompt", task.system_prompt, "states the output format the rewards check"),
+            Entry(
+                "max_prompt_tokens",
+                plan.max_prompt_tokens,
+                "longer prompts are dropped (and counted); TRL never truncates prompts",
+            ),
+            Entry(
+                "reward_funcs",
+                [r.name for r in rewards],
+                "; ".join(f"{r.name}: {r.why}" for r in rewards),
+            ),
+        ),
+    )
+    model_entries = [
+        Entry("model_name_or_path", model.hub_id, _model_comment(plan)),
+        Entry("dtype", plan.dtype, _dtype_comment(plan)),
+    ]
+    if plan.use_peft:
+        targets = model.lora_targets
+        model_entries += [
+            Entry("use_peft", True, f"{plan.mode.upper()}: train adapters, not all {model.params_b:.1f}B weights"),
+            Entry("lora_r", plan.lora_r, f"adapter rank for the {tier.name} tier"),
+            Entry("lora_alpha", plan.lora_alpha, "2 x rank"),
+            Entry("lora_dropout", 0.0, "no dropout: RL updates are already noisy"),
+            Entry(
+                "lora_target_modules",
+                [targets] if isinstance(targets, str) else list(targets),
+                "every linear layer of the language model",
+            ),
+        ]
+    if plan.mode == "qlora":
+        model_entries += [
+            Entry("load_in_4bit", True, "QLoRA: 4-bit NF4 base weights (needs a CUDA GPU + bitsandbytes)"),
+            Entry("use_bnb_nested_quant", True, "double quantisation saves ~0.4 bits per weight"),
+        ]
+    precision = [Entry("bf16", plan.dtype == "bfloat16", _precision_comment(plan))]
+    if plan.dtype == "float16":
+        precision.append(Entry("fp16", True, "this GPU has no bf16: fp16 mixed precision"))
+    if not tier.is_gpu:
+        precision.insert(0, Entry("use_cpu", True, "train on the CPU (no GPU in this tier)"))
+    training = Section(
+        "training (trl.GRPOConfig)",
+        (
+            Entry("output_dir", f"outputs/{run_name(plan)}", "checkpoints, adapter, logs"),
+            Entry("reward_weights", [r.weight for r in rewards], "one per reward_funcs entry"),
+            Entry("learning_rate", plan.learning_rate, _lr_comment(plan)),
+            Entry("lr_scheduler_type", "cosine", "decay to 0 by max_steps"),
+            Entry("warmup_steps", 10, "transformers 5 has no warmup_ratio"),
+            Entry("max_steps", 50 if not tier.is_gpu else 500, "optimizer steps; raise for longer runs"),
+            Entry(
+                "per_device_train_batch_size",
+                plan.per_device_train_batch_size,
+                "completions (not prompts) per micro-batch",
+            ),
+            Entry(
+                "gradient_accumulation_steps",
+                plan.gradient_accumulation_steps,
+                f"{plan.prompts_per_step} prompt(s) x {plan.num_generations} completions per step",
+            ),
+            Entry(
+                "num_generations",
+                plan.num_generations,
+                "completions per prompt (the group GRPO normalises rewards over)",
+            ),
+            Entry(
+                "max_completion_length",
+                plan.max_completion_length,
+                _completion_comment(plan),
+            ),
+            Entry("beta", 0.0, "no KL term (TRL default); 0.001-0.04 keeps the policy near the base"),
+            *precision,
+            Entry(
+                "activation_checkpointing",
+                plan.gradient_checkpointing,
+                "recompute activations in backward to save memory"
+                if plan.gradient_checkpointing
+                else "off: memory is plentiful here and it is faster",
+            ),
+            Entry("optim", plan.optim, _optim_comment(plan)),
+            Entry("logging_steps", 5, "watch reward, reward_std and completions/clipped_ratio"),
+            Entry("save_steps", 50, "checkpoint every 50 steps (a rerun resumes from the last)"),
+            Entry("save_total_limit", 3, "keep the 3 newest checkpoints"),
+            Entry("report_to", tracker, "experiment tracker"),
+            Entry("log_completions", True, "sample completions table + output_dir/completions/*.parquet"),
+            Entry("num_completions_to_print", 2, "rows of that table printed per log step"),
+            Entry("seed", 42),
+        ),
+    )
+    return [data, Section("model (trl.ModelConfig)", tuple(model_entries)), training]
+
+
+def render(plan: Plan, tracker: str, header: str) -> str:
+    """The whole recipe file."""
+    lines = [f"# {line}" if line else "#" for line in header.splitlines()]
+    lines += [f"# Memory estimate per device: {plan.memory.summary()}."]
+    for note in plan.notes:
+        lines.append(f"# NOTE: {note}.")
+    for section in sections(plan, tracker):
+        lines += ["", f"# --- {section.title} ---"]
+        for entry in section.entries:
+            line = f"{entry.key}: {yaml_scalar(entry.value)}"
+            if entry.comment:
+                line += f"  # {entry.comment}"
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def values(plan: Plan, tracker: str) -> dict:
+    """The recipe as a dict (what `yaml.safe_load` of the rendered file must give)."""
+    return {e.key: e.value for s in sections(plan, tracker) for e in s.entries}
+
+
+def _model_comment(plan: Plan) -> str:
+    model = plan.model
+    gated = "; gated: accept its licence on the Hub first" if model.gated else ""
+    size = "size estimated from the parameter count" if model.estimated else f"{model.params_b:.2f}B"
+    return f"{size}, {model.license}{gated}"
+
+
+def _dtype_comment(plan: Plan) -> str:
+    if plan.dtype == "float32":
+        return "CPU: full precision"
+    if plan.dtype == "float16":
+        return "fp16 weights (no bf16 on this GPU)"
+    return "bf16 weights (TRL would otherwise load float32, twice the memory)"
+
+
+def _precision_comment(plan: Plan) -> str:
+    return "bf16 mixed precision" if plan.dtype == "bfloat16" else "off (TRL defaults bf16 to true)"
+
+
+def _lr_comment(plan: Plan) -> str:
+    if plan.mode == "full":
+        return "full fine-tuning rate (TRL default 1e-6)"
+    return "LoRA rate: ~10x the full fine-tuning rate"
+
+
+def _completion_comment(plan: Plan) -> str:
+    thinking = "; doubled: this model thinks before answering" if plan.model.thinking else ""
+    return f"{plan.task.name} answers; too short truncates answers and zeroes the reward{thinking}"
+
+
+def _optim_comment(plan: Plan) -> str:
+    if plan.optim == "adamw_8bit":
+        return "8-bit AdamW (bitsandbytes): 2 bytes of state per weight"
+    if plan.optim == "adamw_torch_fused":
+        return "fused AdamW on the GPU"
+    return "AdamW"

@@ -1,0 +1,232 @@
+"""Training data: load a Hub dataset or a local file, check it, and turn rows into chat prompts.
+
+Every problem is reported with the file (or dataset), row and column before any model is loaded.
+The result has a conversational `prompt` column (system message + user message) and an `answer`
+column with the gold answer; other columns are kept, since TRL passes them to reward functions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UserError
+from .tasks import TASK
+
+logger = logging.getLogger(__name__)
+
+LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+
+
+class DataError(UserError):
+    """The data cannot be used as configured."""
+
+
+def is_local(name: str) -> bool:
+    """True when `dataset_name` names a local file rather than a Hub dataset id."""
+    return Path(name).suffix.lower() in LOCAL_FORMATS or Path(name).exists()
+
+
+def load_rows(dataset_name: str, dataset_config: str | None = None, split: str = "train"):
+    """A `datasets.Dataset` from a local file (all rows) or a Hub dataset split."""
+    from datasets import load_dataset
+
+    if is_local(dataset_name):
+        path = Path(dataset_name)
+        if not path.is_file():
+            raise DataError(f"{dataset_name}: file not found (dataset_name is a local path)")
+        suffix = path.suffix.lower()
+        if suffix not in LOCAL_FORMATS:
+            raise DataError(
+                f"{dataset_name}: unsupported file type; use {', '.join(LOCAL_FORMATS)}"
+            )
+        if suffix == ".jsonl":
+            return _jsonl_dataset(path)
+        try:
+            return load_dataset(LOCAL_FORMATS[suffix], data_files=str(path), split="train")
+        except Exception as err:
+            raise DataError(f"{dataset_name}: cannot read as {suffix[1:]} ({err})") from err
+    try:
+        return load_dataset(dataset_name, name=dataset_config, split=split)
+    except Exception as err:
+        raise DataError(
+            f"cannot load Hub dataset '{dataset_name}' (config {dataset_config!r}, "
+            f"split {split!r}): {err}. Check the id, or point dataset_name at a local "
+            ".jsonl/.csv/.parquet file"
+        ) from err
+
+
+def _jsonl_dataset(path: Path):
+    from datasets import Dataset
+
+    rows = _read_jsonl(path)
+    try:
+        return Dataset.from_list(rows)
+    except Exception as err:  # pyarrow refuses a column whose rows have different types
+        raise DataError(f"{path}: {_mixed_types(rows) or err}") from err
+
+
+def _mixed_types(rows: list[dict]) -> str | None:
+    """Where a column changes type between rows (row numbers are 1-based lines of data)."""
+    first: dict[str, tuple[int, str]] = {}
+    for number, row in enumerate(rows, start=1):
+        for column, value in row.items():
+            kind = type(value).__name__
+            if value is None:
+                continue
+            if column not in first:
+                first[column] = (number, kind)
+            elif first[column][1] != kind:
+                seen_row, seen_kind = first[column]
+                return (
+                    f"row {number}: column '{column}' is {kind}, but row {seen_row} has "
+                    f"{seen_kind}; use one type per column"
+                )
+    return None
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{path} line {number}: invalid JSON ({err.msg})") from err
+            if not isinstance(row, dict):
+                raise DataError(
+                    f"{path} line {number}: expected a JSON object, got {type(row).__name__}"
+                )
+            rows.append(row)
+    if not rows:
+        raise DataError(f"{path}: no rows")
+    return rows
+
+
+def validate_columns(rows, source: str, columns: dict[str, str]) -> None:
+    """Every required column exists and holds non-empty text (numbers are accepted as text).
+
+    `columns` maps a column name to the recipe field that names it, for the error message.
+    """
+    if len(rows) == 0:
+        raise DataError(f"{source}: no rows")
+    available = list(rows.column_names)
+    for column, setting in columns.items():
+        if column not in available:
+            raise DataError(
+                f"{source}: column '{column}' not found (columns: {', '.join(available)}); "
+                f"set {setting} in configs/grpo.yaml or --{setting} on the command line"
+            )
+        for index, value in enumerate(rows[column]):
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                raise DataError(
+                    f"{source} row {index + 1}: column '{column}' is {type(value).__name__}, "
+                    "expected text"
+                )
+            if not str(value).strip():
+                raise DataError(f"{source} row {index + 1}: column '{column}' is empty")
+
+
+@dataclass(frozen=True)
+class PromptStats:
+    """What length filtering did, for the log and the run record."""
+
+    kept: int
+    dropped: int
+    longest: int
+
+
+def _as_text(rows, column: str):
+    """The column as strings: class labels become their names, numbers their digits."""
+    from datasets import ClassLabel, Value
+
+    feature = rows.features[column]
+    if isinstance(feature, ClassLabel):
+        return rows.map(lambda row: {column: feature.int2str(row[column])}, desc="Label names")
+    if feature != Value("string"):
+        return rows.cast_column(column, Value("string"))
+    return rows
+
+
+def to_conversations(rows, system_prompt: str, prompt_column: str, answer_column: str):
+    """Add the chat `prompt` (system + user message) and the gold `answer` columns."""
+    rows = _as_text(rows, answer_column)
+    source = prompt_column
+    if prompt_column == "prompt":  # the chat prompt replaces it, with another type
+        source = "source_prompt"
+        rows = rows.rename_column("prompt", source)
+    stale = [c for c in ("prompt", "answer") if c in rows.column_names and c != answer_column]
+    rows = rows.remove_columns(stale)
+
+    def convert(row: dict) -> dict:
+        messages = [{"role": "user", "content": TASK.user_message(row, source)}]
+        if system_prompt:
+            messages.insert(0, {"role": "system", "content": system_prompt})
+        return {"prompt": messages, "answer": row[answer_column]}
+
+    return rows.map(convert, desc="Building prompts")
+
+
+def prompt_token_count(tokenizer, messages: list[dict]) -> int:
+    """Tokens of the chat-formatted prompt, generation prompt included (as TRL will see it)."""
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def filter_long_prompts(rows, tokenizer, max_prompt_tokens: int):
+    """Drop rows whose prompt is longer than `max_prompt_tokens`; TRL would not truncate them."""
+    counted = rows.map(
+        lambda row: {"_prompt_tokens": prompt_token_count(tokenizer, row["prompt"])},
+        desc="Counting prompt tokens",
+    )
+    lengths = counted["_prompt_tokens"]
+    kept = counted.filter(lambda row: row["_prompt_tokens"] <= max_prompt_tokens)
+    kept = kept.remove_columns("_prompt_tokens")
+    stats = PromptStats(kept=len(kept), dropped=len(rows) - len(kept), longest=max(lengths))
+    if stats.kept == 0:
+        raise DataError(
+            f"every prompt is longer than max_prompt_tokens={max_prompt_tokens} "
+            f"(longest {stats.longest}); raise max_prompt_tokens"
+        )
+    if stats.dropped:
+        logger.warning(
+            "dropped %d of %d rows with prompts over %d tokens (longest %d); "
+            "raise max_prompt_tokens to keep them",
+            stats.dropped,
+            len(rows),
+            max_prompt_tokens,
+            stats.longest,
+        )
+    return kept, stats
+
+
+def load_training_rows(script_args, split: str | None = None):
+    """Load and validate the configured split (no tokenizer needed, so it runs before the model)."""
+    split = split or script_args.dataset_train_split
+    rows = load_rows(script_args.dataset_name, script_args.dataset_config, split)
+    source = (
+        script_args.dataset_name
+        if is_local(script_args.dataset_name)
+        else (f"{script_args.dataset_name}[{split}]")
+    )
+    validate_columns(
+        rows,
+        source,
+        {script_args.prompt_column: "prompt_column", script_args.answer_column: "answer_column"},
+    )
+    if script_args.max_train_samples is not None:
+        rows = rows.select(range(min(script_args.max_train_samples, len(rows))))
+    logger.info("loaded %d rows from %s", len(rows), source)
+    return rows
+
+
+def prepare(rows, tokenizer, script_args):
+    """Conversational prompts, filtered to `max_prompt_tokens`."""
+    rows = to_conversations(
+        rows, script_args.system_prompt, script_args.prompt_column, script_args.answer_column
+    )
+    return filter_long_prompts(rows, tokenizer, script_args.max_prompt_tokens)

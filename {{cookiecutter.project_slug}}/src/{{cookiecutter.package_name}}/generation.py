@@ -1,0 +1,119 @@
+"""Loading a trained model (merged folder, LoRA adapter or full model) and chat generation.
+
+Shared by `merge` (which compares adapter and merged outputs) and `infer`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from .config import DEFAULT_RECIPE
+from .errors import UserError
+
+
+def recipe_values(path: Path = DEFAULT_RECIPE) -> dict:
+    """The recipe's raw key/values (empty when there is no recipe), for defaults like the
+    system prompt and output_dir."""
+    if not path.is_file():
+        return {}
+    values = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return values if isinstance(values, dict) else {}
+
+
+def is_adapter(path: Path) -> bool:
+    return (path / "adapter_config.json").is_file()
+
+
+def base_model_of(adapter_dir: Path) -> str:
+    config = json.loads((adapter_dir / "adapter_config.json").read_text(encoding="utf-8"))
+    base = config.get("base_model_name_or_path")
+    if not base:
+        raise UserError(f"{adapter_dir}/adapter_config.json names no base_model_name_or_path")
+    return base
+
+
+def check_model_dir(path: Path) -> None:
+    if not path.is_dir():
+        raise UserError(f"{path}: no such folder (train first, or pass the run's output_dir)")
+    if not is_adapter(path) and not (path / "config.json").is_file():
+        raise UserError(f"{path}: holds neither a LoRA adapter nor a model (no config.json)")
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_tokenizer_for(path: Path):
+    from transformers import AutoTokenizer
+
+    if not path.exists() or (path / "tokenizer_config.json").is_file():  # a Hub id
+        source = str(path)
+    else:
+        source = base_model_of(path)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def load_model_for_inference(path: Path, dtype: str = "auto", device: str | None = None):
+    """A model ready for generation: a merged/full model folder, or base + LoRA adapter."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if path.exists():
+        check_model_dir(path)
+    torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
+    device = device or default_device()
+    try:
+        if is_adapter(path):
+            from peft import PeftModel
+
+            base = AutoModelForCausalLM.from_pretrained(base_model_of(path), dtype=torch_dtype)
+            model = PeftModel.from_pretrained(base, str(path))
+        else:
+            model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype)
+    except OSError as err:
+        raise UserError(f"cannot load the model '{path}' (a folder or Hub id): {err}") from err
+    return model.to(device).eval()
+
+
+def chat(prompt: str, system_prompt: str = "") -> list[dict]:
+    """One conversation: optional system message, then the user's prompt."""
+    messages = [{"role": "user", "content": prompt}]
+    if system_prompt:
+        messages.insert(0, {"role": "system", "content": system_prompt})
+    return messages
+
+
+def generate(
+    model,
+    tokenizer,
+    conversations: list[list[dict]],
+    max_new_tokens: int = 256,
+    temperature: float = 0.0,
+) -> list[str]:
+    """Completions for a batch of conversations; greedy when temperature is 0."""
+    import torch
+
+    texts = [
+        tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
+        for c in conversations
+    ]
+    inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    inputs = inputs.to(model.device)
+    sampling = (
+        {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+    )
+    with torch.inference_mode():
+        output = model.generate(
+            **inputs, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id, **sampling
+        )
+    new_tokens = output[:, inputs["input_ids"].shape[1] :]
+    return tokenizer.batch_decode(new_tokens, skip_special_tokens=True)

@@ -1,0 +1,112 @@
+"""Chat with the trained model: one prompt, or a JSONL file of prompts.
+
+    python -m {{ cookiecutter.package_name }}.infer --model outputs/<run>/merged --prompt "What is 7 * 6?"
+    python -m {{ cookiecutter.package_name }}.infer --model outputs/<run> --prompts-file q.jsonl --output a.jsonl
+
+`--model` takes a merged folder, a training output folder (LoRA adapter on its base model) or a Hub
+id. The system prompt defaults to the recipe's, so the model sees the format it was trained on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .errors import UserError, run
+from .generation import chat, generate, load_model_for_inference, load_tokenizer_for, recipe_values
+
+
+def parse_args(argv: Sequence[str] | None):
+    recipe = recipe_values()
+    default_model = Path(recipe.get("output_dir", "outputs/run")) / "merged"
+    parser = argparse.ArgumentParser(
+        prog="python -m {{ cookiecutter.package_name }}.infer",
+        description="Generate answers with a trained (merged or adapter) model.",
+    )
+    parser.add_argument(
+        "--model", type=Path, default=default_model, help=f"model folder (default {default_model})"
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prompt", help="one prompt (the user message)")
+    source.add_argument(
+        "--prompts-file",
+        type=Path,
+        help='JSONL file; each line {"prompt": ...} (or the recipe\'s prompt_column)',
+    )
+    parser.add_argument("--output", type=Path, help="write {prompt, completion} JSONL here")
+    parser.add_argument(
+        "--system-prompt",
+        default=recipe.get("system_prompt", ""),
+        help="system message (default: the recipe's)",
+    )
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="default 256")
+    parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    parser.add_argument("--batch-size", type=int, default=8, help="prompts per generate call")
+    parser.add_argument(
+        "--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32"]
+    )
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
+    args = parser.parse_args(argv)
+    args.prompt_column = recipe.get("prompt_column", "prompt")
+    return args
+
+
+def read_prompts(path: Path, prompt_column: str) -> list[str]:
+    if not path.is_file():
+        raise UserError(f"{path}: file not found")
+    prompts = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise UserError(f"{path} line {number}: invalid JSON ({err.msg})") from err
+        if isinstance(row, str):
+            prompts.append(row)
+            continue
+        text = row.get("prompt", row.get(prompt_column)) if isinstance(row, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            raise UserError(f"{path} line {number}: no 'prompt' (or '{prompt_column}') text")
+        prompts.append(text)
+    if not prompts:
+        raise UserError(f"{path}: no prompts")
+    return prompts
+
+
+def infer(argv: Sequence[str] | None = None) -> list[str]:
+    from rich.progress import track
+
+    args = parse_args(argv)
+    prompts = [args.prompt] if args.prompt else read_prompts(args.prompts_file, args.prompt_column)
+    tokenizer = load_tokenizer_for(args.model)
+    model = load_model_for_inference(args.model, args.dtype, args.device)
+    batches = [prompts[i : i + args.batch_size] for i in range(0, len(prompts), args.batch_size)]
+    completions: list[str] = []
+    steps = track(batches, description="Generating") if len(batches) > 1 else batches
+    for batch in steps:
+        conversations = [chat(p, args.system_prompt) for p in batch]
+        completions += generate(
+            model, tokenizer, conversations, args.max_new_tokens, args.temperature
+        )
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        with args.output.open("w", encoding="utf-8") as handle:
+            for prompt, completion in zip(prompts, completions, strict=True):
+                handle.write(json.dumps({"prompt": prompt, "completion": completion}) + "\n")
+        print(f"wrote {len(completions)} completions to {args.output}")
+    else:
+        for prompt, completion in zip(prompts, completions, strict=True):
+            print(f"### prompt\n{prompt}\n### completion\n{completion}\n")
+    return completions
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(infer, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Reward plumbing shared by every task: TRL's calling contract, text helpers and a guard.
+
+TRL calls a reward function as `f(prompts=..., completions=..., completion_ids=..., **columns)`
+where each dataset column arrives as a list aligned with the completions, and expects one float
+(or `None`, "not applicable") per completion. The `reward` decorator lets a task write the
+per-completion logic as `f(text, **row) -> float | None` and adds the guarantees TRL does not:
+it never raises because of a completion, never returns NaN/inf, and clamps to the documented range.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+RewardFunc = Callable[..., list[float | None]]
+
+# Reward functions by name. TRL logs each one under its `__name__` (rewards/<name>/mean).
+REGISTRY: dict[str, RewardFunc] = {}
+
+# Keyword arguments TRL passes that are not per-row dataset columns.
+_TRL_EXTRA_KWARGS = {"trainer_state", "log_extra", "log_metric", "environments"}
+
+
+@dataclass(frozen=True)
+class RewardRange:
+    """The documented range of a reward; ideal completions reach `high`."""
+
+    low: float
+    high: float
+
+
+def completion_text(completion: Any) -> str:
+    """The text of one completion, conversational (list of messages) or plain."""
+    if completion is None:
+        return ""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        return str(completion.get("content") or "")
+    if isinstance(completion, list | tuple):
+        parts = []
+        for message in completion:
+            if isinstance(message, dict):
+                if message.get("role", "assistant") == "assistant":
+                    parts.append(str(message.get("content") or ""))
+            else:
+                parts.append(str(message))
+        return "".join(parts)
+    return str(completion)
+
+
+def reward(low: float, high: float) -> Callable[[Callable[..., float | None]], RewardFunc]:
+    """Turn a per-completion scorer into a TRL reward function registered under its name.
+
+    The scorer receives the completion text first and the row's dataset columns as keyword
+    arguments. Required keyword parameters are checked once per batch: a missing column is a
+    configuration error and raises, while anything a completion triggers is scored `low`.
+    """
+    if not low < high:
+        raise ValueError(f"reward range must have low < high, got ({low}, {high})")
+
+    def decorate(scorer: Callable[..., float | None]) -> RewardFunc:
+        required = _required_columns(scorer)
+        name = scorer.__name__
+
+        @functools.wraps(scorer)
+        def reward_func(completions: list[Any], **kwargs: Any) -> list[float | None]:
+            missing = [column for column in required if column not in kwargs]
+            if missing:
+                raise KeyError(
+                    f"reward '{name}' needs dataset column(s) {missing}; the training data has "
+                    f"{sorted(k for k in kwargs if k not in _TRL_EXTRA_KWARGS)}"
+                )
+            n = len(completions)
+            columns = {
+                key: value
+                for key, value in kwargs.items()
+                if key not in _TRL_EXTRA_KWARGS and isinstance(value, list) and len(value) == n
+            }
+            scores: list[float | None] = []
+            for i, completion in enumerate(completions):
+                row = {key: value[i] for key, value in columns.items()}
+                scores.append(_score_one(scorer, completion, row, low, high))
+            return scores
+
+        reward_func.reward_range = RewardRange(low, high)  # type: ignore[attr-defined]
+        reward_func.required_columns = tuple(required)  # type: ignore[attr-defined]
+        if name in REGISTRY and REGISTRY[name].__module__ != reward_func.__module__:
+            raise ValueError(f"two reward functions are named '{name}'")
+        REGISTRY[name] = reward_func
+        return reward_func
+
+    return decorate
+
+
+def _required_columns(scorer: Callable[..., Any]) -> list[str]:
+    parameters = list(inspect.signature(scorer).parameters.values())[1:]
+    return [
+        p.name
+        for p in parameters
+        if p.default is inspect.Parameter.empty
+        and p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+
+
+_warned: set[str] = set()
+
+
+def _score_one(
+    scorer: Callable[..., float | None], completion: Any, row: dict, low: float, high: float
+) -> float | None:
+    try:
+        value = scorer(completion_text(completion), **row)
+    except Exception as err:  # a completion must never crash training
+        if scorer.__name__ not in _warned:
+            _warned.add(scorer.__name__)
+            logger.warning(
+                "reward %s failed on a completion (%r); scored %s", scorer.__name__, err, low
+            )
+        return low
+    if value is None:
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return low
+    if not math.isfinite(value):
+        return low
+    return min(max(value, low), high)
+
+
+# --- text helpers used by several tasks -------------------------------------------------------
+
+_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def extract_answer(text: str) -> str | None:
+    """Content of the last `<answer>...</answer>` block, stripped; `None` when there is none."""
+    matches = _ANSWER_RE.findall(text)
+    if not matches:
+        return None
+    return matches[-1].strip()
+
+
+def tail(text: str, limit: int = 4000) -> str:
+    """The last `limit` characters: answers sit at the end, and this bounds parser work."""
+    return text[-limit:] if len(text) > limit else text

@@ -1,0 +1,13 @@
+"""Math word problems (GSM8K-style numbers or MATH-style LaTeX answers)."""
+
+from __future__ import annotations
+
+from ..rewards.math_rewards import gold_text
+from . import Task, plain_user_message, think_answer
+
+
+def ideal_completion(row: dict) -> str:
+    return think_answer("Work through the problem step by step.", gold_text(row["answer"]))
+
+
+TASK = Task(name="math", user_message=plain_user_message, ideal_completion=ideal_completion)

@@ -1,0 +1,37 @@
+"""Shared fixtures: every test runs offline, from the project root, on a tiny local model."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def in_project_root(monkeypatch):
+    """Recipe paths (configs/, data/, outputs/) are relative to the project root."""
+    monkeypatch.chdir(PROJECT_ROOT)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    from {{ cookiecutter.package_name }}.tiny_model import build_tiny_model
+
+    previous = Path.cwd()
+    os.chdir(PROJECT_ROOT)  # the tokenizer is trained on the sample data file
+    try:
+        return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+    finally:
+        os.chdir(previous)
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model_dir)

@@ -1,0 +1,132 @@
+"""The whole pipeline on the tiny model: train -> merge (with its check) -> infer, offline."""
+
+import subprocess
+import sys
+
+import pytest
+
+from {{ cookiecutter.package_name }} import infer, merge, train
+
+
+def smoke_train(tiny_model_dir, output_dir, *extra):
+    return train.train(
+        [
+            "--config",
+            "configs/grpo.yaml",
+            "--smoke",
+            "--model_name_or_path",
+            str(tiny_model_dir),
+            "--output_dir",
+            str(output_dir),
+            *extra,
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def trained_run(tiny_model_dir, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("run")
+    smoke_train(tiny_model_dir, run_dir)
+    return run_dir
+
+
+def test_train_saves_a_model(trained_run):
+    saved = {p.name for p in trained_run.iterdir()}
+    assert "adapter_model.safetensors" in saved or "model.safetensors" in saved
+    assert "tokenizer_config.json" in saved
+
+
+def test_merge_writes_a_verified_standalone_model(trained_run, tmp_path, capsys):
+    out = merge.merge([str(trained_run), "--output", str(tmp_path / "merged")])
+    assert (out / "config.json").is_file() and (out / "tokenizer_config.json").is_file()
+    assert not (out / "adapter_config.json").exists()
+    assert "merge check passed" in capsys.readouterr().out
+
+
+def test_merge_refuses_to_overwrite(trained_run, tmp_path):
+    (tmp_path / "merged").mkdir()
+    with pytest.raises(merge.UserError, match="already exists"):
+        merge.merge([str(trained_run), "--output", str(tmp_path / "merged")])
+
+
+def test_merge_check_catches_a_merge_that_lost_the_adapter(tiny_model_dir, tmp_path, monkeypatch):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    # An adapter with large random weights, so it clearly changes the outputs.
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    config = LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False)
+    model = get_peft_model(base, config)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_" in name:
+                param.normal_(0, 1.0)
+    adapter_dir = tmp_path / "adapter"
+    model.save_pretrained(adapter_dir)
+    AutoTokenizer.from_pretrained(tiny_model_dir).save_pretrained(adapter_dir)
+
+    # Simulate the known bug: "merging" returns the base model without the adapter.
+    from peft import PeftModel
+
+    monkeypatch.setattr(
+        PeftModel, "merge_and_unload", lambda self, *a, **k: self.unload(), raising=False
+    )
+    with pytest.raises(merge.MergeCheckFailed, match="behaves like the base model"):
+        merge.merge([str(adapter_dir), "--output", str(tmp_path / "merged")])
+    assert not (tmp_path / "merged").exists()
+    assert not (tmp_path / "merged.partial").exists()
+
+
+def test_infer_generates_text(trained_run, tmp_path):
+    out = merge.merge([str(trained_run), "--output", str(tmp_path / "merged")])
+    answers = infer.infer(
+        ["--model", str(out), "--prompt", "What is 2 + 3?", "--max-new-tokens", "8"]
+    )
+    assert len(answers) == 1 and answers[0].strip()
+
+
+def test_infer_from_adapter_and_prompts_file(trained_run, tmp_path):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "one"}\n{"prompt": "two"}\n"three"\n', encoding="utf-8")
+    output = tmp_path / "answers.jsonl"
+    answers = infer.infer(
+        [
+            "--model",
+            str(trained_run),
+            "--prompts-file",
+            str(prompts),
+            "--output",
+            str(output),
+            "--max-new-tokens",
+            "4",
+            "--batch-size",
+            "2",
+        ]
+    )
+    assert len(answers) == 3
+    assert len(output.read_text(encoding="utf-8").splitlines()) == 3
+
+
+def test_resume_continues_from_the_last_checkpoint(tiny_model_dir, tmp_path):
+    run_dir = tmp_path / "run"
+    smoke_train(tiny_model_dir, run_dir, "--save_strategy", "steps", "--save_steps", "1")
+    assert (run_dir / "checkpoint-2").is_dir()
+    trainer = smoke_train(
+        tiny_model_dir, run_dir, "--save_strategy", "steps", "--save_steps", "1", "--max_steps", "3"
+    )
+    assert trainer.state.global_step == 3
+    assert (run_dir / "checkpoint-3").is_dir()
+
+
+def test_cli_reports_a_bad_recipe_in_one_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("max_prompt_length: 512\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "{{ cookiecutter.package_name }}.train", "--config", str(bad)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: recipe:")
+    assert "Traceback" not in result.stderr

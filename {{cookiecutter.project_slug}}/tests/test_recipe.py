@@ -1,0 +1,86 @@
+"""The recipe is checked against the installed TRL: a field TRL removed or renamed fails here."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from {{ cookiecutter.package_name }}.config import parse_recipe
+from {{ cookiecutter.package_name }}.errors import UserError
+from {{ cookiecutter.package_name }}.rewards import REGISTRY
+
+RECIPE = Path("configs/grpo.yaml")
+
+
+def recipe_values() -> dict:
+    return yaml.safe_load(RECIPE.read_text())
+
+
+def parse(*overrides):
+    # use_cpu lets a GPU recipe (bf16/fp16) parse on this machine; nothing else is overridden.
+    return parse_recipe(["--config", str(RECIPE), "--use_cpu", "true", *overrides])
+
+
+def test_recipe_loads_into_installed_grpo_config_and_model_config():
+    from trl import GRPOConfig, ModelConfig
+
+    script_args, training_args, model_args = parse()
+    assert isinstance(training_args, GRPOConfig)
+    assert isinstance(model_args, ModelConfig)
+    values = recipe_values()
+    parsed = {**vars(script_args), **vars(model_args), **training_args.to_dict()}
+    for key, value in values.items():
+        assert key in parsed, f"{key} is not a field of the installed TRL"
+        got = parsed[key]
+        if key == "lora_target_modules" and isinstance(got, str):
+            got = [got]  # ModelConfig turns a one-element list into its string
+        if key == "report_to":
+            got = got[0] if got else "none"
+        assert got == value or str(got) == str(value), f"{key}: recipe {value!r}, parsed {got!r}"
+
+
+def test_no_field_that_current_trl_rejects():
+    values = recipe_values()
+    for stale in ("max_prompt_length", "warmup_ratio", "vllm_device", "max_new_tokens"):
+        assert stale not in values
+
+
+def test_a_removed_field_fails_the_parse(tmp_path):
+    stale = tmp_path / "stale.yaml"
+    stale.write_text(RECIPE.read_text() + "\nmax_prompt_length: 512\n")
+    with pytest.raises(UserError, match="max_prompt_length"):
+        parse_recipe(["--config", str(stale), "--use_cpu", "true"])
+
+
+def test_batch_arithmetic_is_valid():
+    _, training_args, _ = parse()
+    generation_batch = training_args.generation_batch_size
+    assert generation_batch % training_args.num_generations == 0
+    assert generation_batch % training_args.per_device_train_batch_size == 0
+
+
+def test_rewards_and_weights_line_up():
+    values = recipe_values()
+    assert len(values["reward_weights"]) == len(values["reward_funcs"])
+    for name in values["reward_funcs"]:
+        assert name in REGISTRY or "." in name
+
+
+def test_command_line_overrides_the_recipe():
+    script_args, training_args, _ = parse("--learning_rate", "3e-5", "--max_prompt_tokens", "99")
+    assert training_args.learning_rate == pytest.approx(3e-5)
+    assert script_args.max_prompt_tokens == 99
+
+
+def test_missing_recipe_is_one_clear_error():
+    with pytest.raises(UserError, match="recipe not found"):
+        parse_recipe(["--config", "configs/nope.yaml"])
+
+
+def test_smoke_overrides_make_any_recipe_cpu_and_tiny():
+    script_args, training_args, model_args = parse_recipe(["--config", str(RECIPE), "--smoke"])
+    assert training_args.use_cpu and not training_args.bf16 and not training_args.fp16
+    assert not model_args.load_in_4bit and not training_args.use_vllm
+    assert model_args.model_name_or_path == "outputs/tiny-model"
+    assert training_args.max_steps == 2
+    assert script_args.reward_funcs == recipe_values()["reward_funcs"]
