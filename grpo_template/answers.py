@@ -21,13 +21,36 @@ BACKENDS = ("transformers",)
 TRACKERS = ("none", "tensorboard")
 
 _NAME_RE = re.compile(r"^[\w][\w .,'()+-]{0,79}$")
-_SLUG_RE = re.compile(r"^[a-z][a-z0-9-]{0,58}[a-z0-9]$")
-_PACKAGE_RE = re.compile(r"^[a-z][a-z0-9_]{0,58}[a-z0-9]$")
+_SLUG_RE = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$")
+_PACKAGE_RE = re.compile(r"^[a-z][a-z0-9_]{0,38}[a-z0-9]$")
 # Import names the generated project depends on: a package with one of these names would shadow it.
 RESERVED_PACKAGES = {
-    "accelerate", "bitsandbytes", "datasets", "hypothesis", "jsonschema", "math_verify", "numpy",
-    "pandas", "peft", "pytest", "rich", "ruff", "safetensors", "src", "tensorboard", "test", "tests",
-    "tokenizers", "torch", "transformers", "trl", "unsloth", "unsloth_zoo", "vllm", "wandb", "yaml",
+    "accelerate",
+    "bitsandbytes",
+    "datasets",
+    "hypothesis",
+    "jsonschema",
+    "math_verify",
+    "numpy",
+    "pandas",
+    "peft",
+    "pytest",
+    "rich",
+    "ruff",
+    "safetensors",
+    "src",
+    "tensorboard",
+    "test",
+    "tests",
+    "tokenizers",
+    "torch",
+    "transformers",
+    "trl",
+    "unsloth",
+    "unsloth_zoo",
+    "vllm",
+    "wandb",
+    "yaml",
 }
 
 
@@ -89,14 +112,14 @@ def check_names(answers: Answers) -> None:
         )
     if not _SLUG_RE.match(answers.project_slug) or "--" in answers.project_slug:
         raise AnswerError(
-            f"project_slug {answers.project_slug!r} is not valid: use 2-60 lowercase letters, digits "
-            "and single '-', starting with a letter (e.g. project_slug=my-grpo-project)"
+            f"project_slug {answers.project_slug!r} is not valid: use 2-40 lowercase letters, "
+            "digits and single '-', starting with a letter (e.g. project_slug=my-grpo-project)"
         )
     package = answers.package_name
     if not _PACKAGE_RE.match(package):
         raise AnswerError(
-            f"package_name {package!r} is not a valid Python package name: use lowercase letters, "
-            "digits and '_', starting with a letter (e.g. package_name=my_grpo_project)"
+            f"package_name {package!r} is not a valid Python package name: use 2-40 lowercase "
+            "letters, digits and '_', starting with a letter (e.g. package_name=my_grpo_project)"
         )
     if keyword.iskeyword(package) or keyword.issoftkeyword(package):
         raise AnswerError(f"package_name {package!r} is a Python keyword; pick another name")

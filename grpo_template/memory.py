@@ -86,12 +86,16 @@ class MemoryEstimate:
 
     def summary(self) -> str:
         b = self.breakdown_gib()
-        return (
-            f"~{b['peak']:.1f} GiB peak = weights {b['weights']:.1f} + gradients {b['gradients']:.1f} "
-            f"+ optimizer {b['optimizer']:.1f} + max(activations {b['activations']:.1f}, "
-            f"generation KV {b['generation']:.1f}) + vLLM {b['vllm']:.1f} "
-            f"+ reference {b['reference']:.1f} + overhead {b['overhead']:.1f}"
-        )
+        parts = [
+            f"weights {b['weights']:.1f}",
+            f"gradients {b['gradients']:.1f}",
+            f"optimizer {b['optimizer']:.1f}",
+            f"max(activations {b['activations']:.1f}, generation KV {b['generation']:.1f})",
+            f"vLLM {b['vllm']:.1f}",
+            f"reference {b['reference']:.1f}",
+            f"overhead {b['overhead']:.1f}",
+        ]
+        return f"~{b['peak']:.1f} GiB peak = " + " + ".join(parts)
 
 
 def lora_parameters(model: ModelSpec, r: int) -> int:
@@ -134,7 +138,9 @@ def activation_bytes(model: ModelSpec, shape: TrainingShape) -> float:
 
 
 def kv_cache_bytes(model: ModelSpec, sequences: int, tokens: int, dtype: str = "bfloat16") -> float:
-    per_token = 2 * model.layers * model.kv_heads * model.head_dim * (2 if dtype != "float32" else 4)
+    per_token = (
+        2 * model.layers * model.kv_heads * model.head_dim * (2 if dtype != "float32" else 4)
+    )
     return sequences * tokens * per_token
 
 
@@ -148,7 +154,10 @@ def estimate(model: ModelSpec, shape: TrainingShape) -> MemoryEstimate:
     generation = 0.0
     if shape.vllm_reserved_bytes == 0:
         generation = kv_cache_bytes(
-            model, shape.generation_batch, shape.prompt_tokens + shape.completion_tokens, shape.dtype
+            model,
+            shape.generation_batch,
+            shape.prompt_tokens + shape.completion_tokens,
+            shape.dtype,
         )
     reference = 0.0
     if shape.beta > 0 and shape.mode == "full":

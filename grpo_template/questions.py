@@ -53,7 +53,7 @@ def questions() -> dict:
                 catalog.CUSTOM: "custom: any Hub id (asked next)",
             },
             "custom_model_id": "Custom model Hub id (only used when model is 'custom')",
-            "custom_model_params_b": "Custom model size in billions of parameters (only for 'custom')",
+            "custom_model_params_b": "Custom model size in billions of parameters ('custom' only)",
             "task_type": {
                 "__prompt__": "Task type",
                 **{t.name: t.label for t in tasks.TASKS.values()},

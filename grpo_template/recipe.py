@@ -61,13 +61,17 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
     data = Section(
         "data and prompts (ScriptArguments, src/<package>/config.py)",
         (
-            Entry("dataset_name", task.dataset_name, "Hub id, or a local .jsonl/.csv/.parquet file"),
+            Entry(
+                "dataset_name", task.dataset_name, "Hub id, or a local .jsonl/.csv/.parquet file"
+            ),
             Entry("dataset_config", task.dataset_config, "Hub dataset configuration"),
             Entry("dataset_train_split", task.train_split),
             Entry("dataset_test_split", task.test_split, "held out for evaluation"),
             Entry("prompt_column", task.prompt_column, "column with the question"),
             Entry("answer_column", task.answer_column, "column with the gold answer"),
-            Entry("system_prompt", task.system_prompt, "states the output format the rewards check"),
+            Entry(
+                "system_prompt", task.system_prompt, "states the output format the rewards check"
+            ),
             Entry(
                 "max_prompt_tokens",
                 plan.max_prompt_tokens,
@@ -87,7 +91,11 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
     if plan.use_peft:
         targets = model.lora_targets
         model_entries += [
-            Entry("use_peft", True, f"{plan.mode.upper()}: train adapters, not all {model.params_b:.1f}B weights"),
+            Entry(
+                "use_peft",
+                True,
+                f"{plan.mode.upper()}: train adapters, not all {model.params_b:.1f}B weights",
+            ),
             Entry("lora_r", plan.lora_r, f"adapter rank for the {tier.name} tier"),
             Entry("lora_alpha", plan.lora_alpha, "2 x rank"),
             Entry("lora_dropout", 0.0, "no dropout: RL updates are already noisy"),
@@ -99,7 +107,11 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
         ]
     if plan.mode == "qlora":
         model_entries += [
-            Entry("load_in_4bit", True, "QLoRA: 4-bit NF4 base weights (needs a CUDA GPU + bitsandbytes)"),
+            Entry(
+                "load_in_4bit",
+                True,
+                "QLoRA: 4-bit NF4 base weights (needs a CUDA GPU + bitsandbytes)",
+            ),
             Entry("use_bnb_nested_quant", True, "double quantisation saves ~0.4 bits per weight"),
         ]
     precision = [Entry("bf16", plan.dtype == "bfloat16", _precision_comment(plan))]
@@ -115,7 +127,11 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
             Entry("learning_rate", plan.learning_rate, _lr_comment(plan)),
             Entry("lr_scheduler_type", "cosine", "decay to 0 by max_steps"),
             Entry("warmup_steps", 10, "transformers 5 has no warmup_ratio"),
-            Entry("max_steps", 50 if not tier.is_gpu else 500, "optimizer steps; raise for longer runs"),
+            Entry(
+                "max_steps",
+                50 if not tier.is_gpu else 500,
+                "optimizer steps; raise for longer runs",
+            ),
             Entry(
                 "per_device_train_batch_size",
                 plan.per_device_train_batch_size,
@@ -136,7 +152,9 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
                 plan.max_completion_length,
                 _completion_comment(plan),
             ),
-            Entry("beta", 0.0, "no KL term (TRL default); 0.001-0.04 keeps the policy near the base"),
+            Entry(
+                "beta", 0.0, "no KL term (TRL default); 0.001-0.04 keeps the policy near the base"
+            ),
             *precision,
             Entry(
                 "activation_checkpointing",
@@ -150,7 +168,11 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
             Entry("save_steps", 50, "checkpoint every 50 steps (a rerun resumes from the last)"),
             Entry("save_total_limit", 3, "keep the 3 newest checkpoints"),
             Entry("report_to", tracker, "experiment tracker"),
-            Entry("log_completions", True, "sample completions table + output_dir/completions/*.parquet"),
+            Entry(
+                "log_completions",
+                True,
+                "sample completions table + output_dir/completions/*.parquet",
+            ),
             Entry("num_completions_to_print", 2, "rows of that table printed per log step"),
             Entry("seed", 42),
         ),
@@ -182,7 +204,9 @@ def values(plan: Plan, tracker: str) -> dict:
 def _model_comment(plan: Plan) -> str:
     model = plan.model
     gated = "; gated: accept its licence on the Hub first" if model.gated else ""
-    size = "size estimated from the parameter count" if model.estimated else f"{model.params_b:.2f}B"
+    size = (
+        "size estimated from the parameter count" if model.estimated else f"{model.params_b:.2f}B"
+    )
     return f"{size}, {model.license}{gated}"
 
 

@@ -60,7 +60,9 @@ TASKS: dict[str, TaskSpec] = {
             ),
             rewards=(
                 Reward("math_correctness", 2.0, "1 if the final answer equals the gold answer"),
-                Reward("strict_format", 0.5, "1 for exactly <think>...</think><answer>...</answer>"),
+                Reward(
+                    "strict_format", 0.5, "1 for exactly <think>...</think><answer>...</answer>"
+                ),
                 Reward("partial_format", 0.5, "0.25 per tag, minus text after </answer>"),
             ),
             completion_tokens=512,
@@ -71,7 +73,9 @@ TASKS: dict[str, TaskSpec] = {
             ),
             example_prompt="A shop sells pens at 3 dollars each. How much do 7 pens cost?",
             sample_what="first 32 rows of the GSM8K test split (`question`, `answer`)",
-            sample_source="github.com/openai/grade-school-math, `grade_school_math/data/test.jsonl`",
+            sample_source=(
+                "github.com/openai/grade-school-math, `grade_school_math/data/test.jsonl`"
+            ),
             sample_license="MIT, Copyright (c) 2021 OpenAI",
         ),
     ]

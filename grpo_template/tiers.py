@@ -37,8 +37,15 @@ TIERS: dict[str, Tier] = {
     t.name: t
     for t in [
         Tier("cpu", "CPU only (development and smoke runs)", 16.0, 0, 1, False, "any machine"),
-        Tier("16GB", "16 GB GPU (T4, V100: fp16, no bf16/FlashAttention 2)", 14.6, 1, 1, False,
-             "T4, V100-16GB"),
+        Tier(
+            "16GB",
+            "16 GB GPU (T4, V100: fp16, no bf16/FlashAttention 2)",
+            14.6,
+            1,
+            1,
+            False,
+            "T4, V100-16GB",
+        ),
         Tier("24GB", "24 GB GPU (L4, A10G, RTX 4090)", 22.0, 1, 1, True, "L4, A10G, RTX 3090/4090"),
         Tier("48GB", "48 GB GPU (L40S, A6000)", 44.4, 1, 1, True, "L40S, RTX A6000"),
         Tier("80GB", "80 GB GPU (A100-80GB, H100)", 79.1, 1, 1, True, "A100-80GB, H100"),

@@ -152,7 +152,15 @@ def _search(model: ModelSpec, tier: Tier, task: TaskSpec, backend: str):
             optim = optimizer_for(mode, tier)
             for batch in _micro_batches(generation_batch, generations):
                 shape = _shape(
-                    mode, dtype, optim, batch, generation_batch, prompt, completion, policy.lora_r, tier
+                    mode,
+                    dtype,
+                    optim,
+                    batch,
+                    generation_batch,
+                    prompt,
+                    completion,
+                    policy.lora_r,
+                    tier,
                 )
                 estimate = memory.estimate(model, shape)
                 if smallest is None or estimate.peak < smallest.peak:
@@ -190,9 +198,13 @@ def _quality_levels(policy: TierPolicy, completion: int):
         yield 4, completion, f"num_generations lowered from {policy.num_generations} to 4 to fit"
     for fraction in (0.75, 0.5):
         shorter = _round_tokens(completion * fraction)
-        yield 4, shorter, (
-            f"max_completion_length lowered from {completion} to {shorter} to fit; watch "
-            "completions/clipped_ratio"
+        yield (
+            4,
+            shorter,
+            (
+                f"max_completion_length lowered from {completion} to {shorter} to fit; watch "
+                "completions/clipped_ratio"
+            ),
         )
 
 

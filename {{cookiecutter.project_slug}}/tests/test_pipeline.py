@@ -122,11 +122,9 @@ def test_resume_continues_from_the_last_checkpoint(tiny_model_dir, tmp_path):
 def test_cli_reports_a_bad_recipe_in_one_line(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("max_prompt_length: 512\n", encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, "-m", "{{ cookiecutter.package_name }}.train", "--config", str(bad)],
-        capture_output=True,
-        text=True,
-    )
+    module = "{{ cookiecutter.package_name }}.train"
+    command = [sys.executable, "-m", module, "--config", str(bad)]
+    result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: recipe:")
     assert "Traceback" not in result.stderr

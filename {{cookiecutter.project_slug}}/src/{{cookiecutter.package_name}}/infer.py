@@ -1,7 +1,9 @@
 """Chat with the trained model: one prompt, or a JSONL file of prompts.
 
-    python -m {{ cookiecutter.package_name }}.infer --model outputs/<run>/merged --prompt "What is 7 * 6?"
-    python -m {{ cookiecutter.package_name }}.infer --model outputs/<run> --prompts-file q.jsonl --output a.jsonl
+    python -m {{ cookiecutter.package_name }}.infer
+        --model outputs/<run>/merged --prompt "What is 7 * 6?"
+    python -m {{ cookiecutter.package_name }}.infer
+        --model outputs/<run> --prompts-file q.jsonl --output a.jsonl
 
 `--model` takes a merged folder, a training output folder (LoRA adapter on its base model) or a Hub
 id. The system prompt defaults to the recipe's, so the model sees the format it was trained on.

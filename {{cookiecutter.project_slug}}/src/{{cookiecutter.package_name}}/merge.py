@@ -1,10 +1,10 @@
 """Merge the trained LoRA adapter into its base model and prove the merge worked.
 
-`python -m {{ cookiecutter.package_name }}.merge [RUN_DIR] [--output DIR]` writes a standalone model
-and tokenizer (default `RUN_DIR/merged`). It then reloads the merged folder and checks that its
-greedy outputs on a few prompts equal the adapter model's: a known failure elsewhere is a merged
-model that silently behaves like the base model. The folder only appears once the check passed;
-on a mismatch the command exits 1 and leaves nothing behind.
+`python -m {{ cookiecutter.package_name }}.merge [RUN_DIR] [--output DIR]`
+writes a standalone model and tokenizer (default `RUN_DIR/merged`). It then reloads the merged
+folder and checks that its greedy outputs on a few prompts equal the adapter model's: a known
+failure elsewhere is a merged model that silently behaves like the base model. The folder only
+appears once the check passed; on a mismatch the command fails (exit code 2), leaving nothing.
 """
 
 from __future__ import annotations

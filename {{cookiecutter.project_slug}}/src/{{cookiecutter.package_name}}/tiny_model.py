@@ -1,9 +1,10 @@
 """A tiny random model and tokenizer, built locally so every command can run offline.
 
-`python -m {{ cookiecutter.package_name }}.tiny_model OUT_DIR` writes a ~200k-parameter model of
-the same architecture family as the project's real model (so LoRA target modules match) and a
-byte-level BPE tokenizer trained on the sample data, with a ChatML chat template. Point
-`model_name_or_path` at OUT_DIR to run train, merge or infer without the Hugging Face Hub.
+`python -m {{ cookiecutter.package_name }}.tiny_model OUT_DIR`
+writes a ~200k-parameter model of the same architecture family as the project's real model (so
+LoRA target modules match) and a byte-level BPE tokenizer trained on the sample data, with a
+ChatML chat template. Point `model_name_or_path` at OUT_DIR to run train, merge or infer without
+the Hugging Face Hub.
 """
 
 from __future__ import annotations

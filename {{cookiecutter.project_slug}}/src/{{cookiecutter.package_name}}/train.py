@@ -1,4 +1,6 @@
-"""Train with GRPO: `python -m {{ cookiecutter.package_name }}.train --config configs/grpo.yaml`.
+"""Train with GRPO.
+
+    python -m {{ cookiecutter.package_name }}.train --config configs/grpo.yaml
 
 Order matters for fast failure: the recipe is parsed, the data is loaded and checked, and the
 rewards are resolved before the (slow) model load. A run resumes from the last checkpoint in

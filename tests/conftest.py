@@ -1,0 +1,47 @@
+"""Helpers for baking the template and running what it produced."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+sys.path.insert(0, str(ROOT))
+
+OFFLINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "PYTHONUNBUFFERED": "1",
+}
+
+
+def bake_ok(cookies, **answers) -> Path:
+    """Bake with these answers; fail the test with the reason if cookiecutter did not succeed."""
+    result = cookies.bake(extra_context=answers, template=str(ROOT))
+    assert result.exit_code == 0 and result.exception is None, (answers, result.exception)
+    return Path(result.project_path)
+
+
+def run_in(project: Path, *command: str, timeout: int = 600, env: dict | None = None):
+    """Run a command inside a baked project (offline, its src/ importable) and return it."""
+    environment = {**os.environ, **OFFLINE_ENV, "PYTHONPATH": str(project / "src"), **(env or {})}
+    return subprocess.run(
+        command, cwd=project, env=environment, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def assert_ok(result: subprocess.CompletedProcess) -> None:
+    tail = (result.stdout + result.stderr)[-4000:]
+    assert result.returncode == 0, f"exit {result.returncode}: {result.args}\n{tail}"
+
+
+@pytest.fixture(scope="session")
+def default_project(cookies_session) -> Path:
+    """The project `cookiecutter --no-input` produces."""
+    return bake_ok(cookies_session)

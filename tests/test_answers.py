@@ -1,0 +1,81 @@
+"""Answer validation: one clear error per bad answer (the hook prints it and stops)."""
+
+import pytest
+
+from grpo_template.answers import AnswerError, validate
+
+GOOD = {
+    "project_name": "My GRPO Project",
+    "project_slug": "my-grpo-project",
+    "package_name": "my_grpo_project",
+    "model": "Qwen/Qwen2.5-1.5B-Instruct",
+    "custom_model_id": "n/a",
+    "custom_model_params_b": "0",
+    "task_type": "math",
+    "gpu_tier": "24GB",
+    "backend": "transformers",
+    "tracker": "none",
+}
+
+
+def check(**changes):
+    return validate({**GOOD, **changes})
+
+
+def test_defaults_are_valid():
+    answers = check()
+    assert answers.plan.mode in ("full", "lora", "qlora")
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"project_name": ""}, "project_name"),
+        ({"project_name": "{{ 7 * 7 }}"}, "no quotes, braces or backslashes"),
+        ({"project_name": 'x"""; import os; """'}, "project_name"),
+        ({"project_name": "a\nb"}, "project_name"),
+        ({"project_slug": "My Project"}, "project_slug"),
+        ({"project_slug": "-bad"}, "project_slug"),
+        ({"project_slug": "bad--slug"}, "project_slug"),
+        ({"package_name": "1abc"}, "not a valid Python package name"),
+        ({"package_name": "my-pkg"}, "not a valid Python package name"),
+        ({"package_name": "class"}, "Python keyword"),
+        ({"package_name": "match"}, "Python keyword"),
+        ({"package_name": "json"}, "shadow"),
+        ({"package_name": "datasets"}, "shadow"),
+        ({"package_name": "trl"}, "shadow"),
+        ({"model": "someone/unknown"}, "not offered"),
+        ({"model": "custom", "custom_model_id": "not a hub id"}, "custom_model_id"),
+        ({"model": "custom", "custom_model_id": "org/{{7*7}}"}, "custom_model_id"),
+        ({"model": "custom", "custom_model_id": "org/m", "custom_model_params_b": "x"}, "billions"),
+        (
+            {"model": "custom", "custom_model_id": "org/m", "custom_model_params_b": "-3"},
+            "billions",
+        ),
+        ({"task_type": "poetry"}, "task_type"),
+        ({"gpu_tier": "8GB"}, "gpu_tier"),
+        ({"backend": "jax"}, "backend"),
+        ({"tracker": "mlflow"}, "tracker"),
+        ({"model": "Qwen/Qwen3-8B", "gpu_tier": "cpu"}, "does not fit the cpu tier"),
+    ],
+)
+def test_bad_answers_are_refused_with_a_clear_message(changes, message):
+    with pytest.raises(AnswerError, match=message):
+        check(**changes)
+
+
+def test_a_refusal_says_what_would_fit():
+    with pytest.raises(AnswerError) as err:
+        check(model="Qwen/Qwen3-8B", gpu_tier="cpu")
+    text = str(err.value)
+    assert "GiB" in text and "bigger tier" in text and "smaller model" in text
+
+
+def test_custom_model_is_accepted_with_an_id_and_size():
+    answers = check(
+        model="custom",
+        custom_model_id="mistralai/Mistral-7B-Instruct-v0.3",
+        custom_model_params_b="7.2",
+    )
+    assert answers.model_spec.estimated
+    assert answers.plan.model.hub_id == "mistralai/Mistral-7B-Instruct-v0.3"

@@ -1,0 +1,179 @@
+"""Bake every valid combination: exact files, no template leftovers, ruff-clean; refuse the rest."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, bake_ok
+from matrix import INVALID, VALID, name
+
+BASE_FILES = {
+    ".cookiecutter.json",
+    ".gitignore",
+    "Makefile",
+    "README.md",
+    "pyproject.toml",
+    "configs/grpo.yaml",
+    "data/SOURCES.md",
+    "src/{pkg}/__init__.py",
+    "src/{pkg}/config.py",
+    "src/{pkg}/data.py",
+    "src/{pkg}/errors.py",
+    "src/{pkg}/generation.py",
+    "src/{pkg}/infer.py",
+    "src/{pkg}/merge.py",
+    "src/{pkg}/modeling.py",
+    "src/{pkg}/project.py",
+    "src/{pkg}/rewards/__init__.py",
+    "src/{pkg}/rewards/base.py",
+    "src/{pkg}/rewards/formats.py",
+    "src/{pkg}/smoke.py",
+    "src/{pkg}/tasks/__init__.py",
+    "src/{pkg}/tiny_chat_template.jinja",
+    "src/{pkg}/tiny_model.py",
+    "src/{pkg}/train.py",
+    "tests/conftest.py",
+    "tests/test_data.py",
+    "tests/test_pipeline.py",
+    "tests/test_recipe.py",
+    "tests/test_rewards.py",
+}
+TASK_FILES = {
+    "math": {
+        "src/{pkg}/tasks/math_task.py",
+        "src/{pkg}/rewards/math_rewards.py",
+        "data/sample_math.jsonl",
+        "tests/test_math_rewards.py",
+    },
+}
+LEFTOVER = re.compile(r"\{\{|\{%|\{#|(?<![.\w])cookiecutter\.(?!json)")
+
+
+def expected_files(combo) -> set[str]:
+    files = BASE_FILES | TASK_FILES[combo["task_type"]]
+    return {f.format(pkg=combo["package_name"]) for f in files}
+
+
+def files_of(project: Path) -> set[str]:
+    return {
+        str(p.relative_to(project))
+        for p in project.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+@pytest.fixture(scope="module")
+def baked(cookies_session):
+    """Every valid combination, baked once: {name: project path}."""
+    return {name(combo): bake_ok(cookies_session, **combo) for combo in VALID}
+
+
+@pytest.mark.parametrize("combo", VALID, ids=name)
+def test_exact_file_set(baked, combo):
+    assert files_of(baked[name(combo)]) == expected_files(combo)
+
+
+@pytest.mark.parametrize("combo", VALID, ids=name)
+def test_no_template_leftovers(baked, combo):
+    project = baked[name(combo)]
+    for relative in files_of(project):
+        if relative.endswith(".jinja") or relative == ".cookiecutter.json":
+            continue  # a chat template is Jinja by design; the replay record names the template
+        text = (project / relative).read_text(encoding="utf-8")
+        match = LEFTOVER.search(text)
+        assert match is None, f"{relative}: {text[max(0, match.start() - 40) : match.end() + 40]!r}"
+
+
+def test_all_baked_projects_pass_ruff(baked):
+    parents = sorted({str(p.parent) for p in baked.values()})
+    for command in (["check"], ["format", "--check"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "ruff", *command, *parents], capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+
+
+def test_answers_are_recorded_for_regeneration(baked):
+    project = next(iter(baked.values()))
+    record = json.loads((project / ".cookiecutter.json").read_text(encoding="utf-8"))
+    answers = record["cookiecutter"]
+    assert answers["task_type"] == "math" and answers["package_name"] == "matrix_project"
+    assert "_output_dir" not in answers and "_repo_dir" not in answers
+
+
+def try_bake(tmp_path, **answers):
+    """Bake into an empty folder; returns (folder, exception or None)."""
+    from cookiecutter.main import cookiecutter
+
+    output = tmp_path / "output"
+    output.mkdir()
+    try:
+        cookiecutter(str(ROOT), no_input=True, extra_context=answers, output_dir=str(output))
+    except Exception as err:  # noqa: BLE001 - the test inspects it
+        return output, err
+    return output, None
+
+
+@pytest.mark.parametrize("combo", INVALID, ids=name)
+def test_invalid_combinations_are_refused_without_leftovers(tmp_path, combo, capfd):
+    output, error = try_bake(tmp_path, **combo)
+    assert error is not None
+    err = capfd.readouterr().err
+    assert "ERROR:" in err and "does not fit" in err
+    assert not any(output.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("answers", "message"),
+    [
+        ({"project_slug": "class", "package_name": "class"}, "Python keyword"),
+        ({"project_slug": "import-ok", "package_name": "import"}, "Python keyword"),
+        ({"project_slug": "my project"}, "project_slug"),
+        ({"project_slug": "datasets", "package_name": "datasets"}, "shadow"),
+        ({"model": "custom", "custom_model_id": "nope"}, "custom_model_id"),
+    ],
+)
+def test_bad_answers_fail_to_bake_with_one_line_and_no_folder(tmp_path, answers, message, capfd):
+    output, error = try_bake(tmp_path, **answers)
+    assert error is not None
+    err = capfd.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1 and message in errors[0], err
+    assert not any(output.iterdir()), list(output.iterdir())
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "{{ cycler.__init__.__globals__.os.system('touch SENTINEL') }}",
+        "{% for c in ().__class__.__base__.__subclasses__() %}{% endfor %}",
+        '"; import os; os.system("touch SENTINEL") #',
+        "'''+__import__('os').system('touch SENTINEL')+'''",
+        "$(touch SENTINEL) `touch SENTINEL`",
+        "{{ 7 * 7 }}",
+    ],
+)
+def test_injection_in_project_name_is_never_executed(tmp_path, monkeypatch, payload, capfd):
+    monkeypatch.chdir(tmp_path)
+    sentinel = tmp_path / "SENTINEL"
+    text = payload.replace("SENTINEL", str(sentinel))
+    output, error = try_bake(tmp_path, project_name=text, project_slug="safe-name")
+    assert not sentinel.exists()
+    assert error is not None  # refused by the pre-generation hook
+    assert "project_name" in capfd.readouterr().err
+    assert not any(output.iterdir())
+
+
+def test_long_and_short_package_names_stay_ruff_clean(cookies):
+    for slug in ("ab", "a-forty-character-project-slug-for-lint"):
+        project = bake_ok(cookies, project_name=slug, project_slug=slug)
+        for command in (["check"], ["format", "--check"]):
+            result = subprocess.run(
+                [sys.executable, "-m", "ruff", *command, str(project)],
+                capture_output=True,
+                text=True,
+            )
+            assert result.returncode == 0, (slug, result.stdout[-2000:])

@@ -1,0 +1,74 @@
+"""The rendered recipe: valid YAML, every value commented, and accepted by the installed TRL."""
+
+import sys
+
+import pytest
+import yaml
+from matrix import VALID, name
+
+from grpo_template import recipe
+from grpo_template.answers import Answers
+from grpo_template.bake import recipe_header
+
+STALE = (
+    "max_prompt_length",
+    "warmup_ratio",
+    "vllm_device",
+    "max_new_tokens",
+    "evaluation_strategy",
+)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [0.0, 1e-05, 2.5e-06, 3.0, 1e20, 7, True, None, "a: b # c", 'quote " and \\', "ünï", []],
+)
+def test_yaml_scalar_round_trips(value):
+    assert yaml.safe_load(f"key: {recipe.yaml_scalar(value)}")["key"] == value
+
+
+def rendered(combo):
+    answers = Answers.from_context(combo)
+    return answers, recipe.render(answers.plan, answers.tracker, recipe_header(answers))
+
+
+@pytest.mark.parametrize("combo", VALID, ids=name)
+def test_recipe_is_the_plan_and_every_value_is_explained(combo):
+    answers, text = rendered(combo)
+    loaded = yaml.safe_load(text)
+    assert loaded == recipe.values(answers.plan, answers.tracker)
+    for key in STALE:
+        assert key not in loaded
+    unexplained = [
+        line
+        for line in text.splitlines()
+        if line
+        and not line.startswith("#")
+        and "  # " not in line
+        and line.split(":")[0] not in ("dataset_train_split", "seed")
+    ]
+    assert not unexplained
+
+
+@pytest.fixture(scope="module")
+def project_parser(default_project):
+    """parse_recipe from a baked project: the recipe's own parser over the installed TRL."""
+    sys.path.insert(0, str(default_project / "src"))
+    from my_grpo_project.config import parse_recipe
+
+    return parse_recipe
+
+
+@pytest.mark.parametrize("combo", VALID, ids=name)
+def test_recipe_loads_into_the_installed_trl(combo, project_parser, tmp_path):
+    answers, text = rendered(combo)
+    path = tmp_path / "grpo.yaml"
+    path.write_text(text, encoding="utf-8")
+    script_args, training_args, model_args = project_parser(
+        ["--config", str(path), "--use_cpu", "true"]
+    )
+    plan = answers.plan
+    assert training_args.num_generations == plan.num_generations
+    assert training_args.generation_batch_size % plan.num_generations == 0
+    assert model_args.use_peft == plan.use_peft
+    assert script_args.max_prompt_tokens == plan.max_prompt_tokens
