@@ -23,6 +23,14 @@ def recipe_header(answers: Answers) -> str:
     )
 
 
+def rewards_table(answers: Answers) -> str:
+    """Markdown table of the task's rewards, as the recipe lists them."""
+    lines = ["| reward | weight | what it checks |", "| --- | ---: | --- |"]
+    for reward in answers.task.rewards:
+        lines.append(f"| `{reward.name}` | {reward.weight:g} | {reward.why} |")
+    return "\n".join(lines)
+
+
 def values(answers: Answers) -> dict:
     plan = answers.plan
     return {
@@ -31,7 +39,9 @@ def values(answers: Answers) -> dict:
         "sample_data": plan.task.sample_data,
         "recipe_yaml": recipe.render(plan, answers.tracker, recipe_header(answers)),
         "output_dir": f"outputs/{recipe.run_name(plan)}",
-        "dependencies": stack.dependencies(answers.backend, answers.tracker),
+        "dependencies": stack.dependencies(
+            answers.backend, answers.tracker, plan.task.extra_dependencies
+        ),
         "dev_dependencies": list(stack.DEV),
         "cpu_torch": stack.CPU_TORCH,
         "mode": plan.mode,
@@ -41,6 +51,8 @@ def values(answers: Answers) -> dict:
         "dataset_note": plan.task.dataset_note,
         "gated": plan.model.gated,
         "example_prompt": plan.task.example_prompt,
+        "rewards_table": rewards_table(answers),
+        "first_reward": plan.task.rewards[0].name,
         "sample_what": plan.task.sample_what,
         "sample_source": plan.task.sample_source,
         "sample_license": plan.task.sample_license,

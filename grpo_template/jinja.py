@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from jinja2 import nodes, pass_context
-from jinja2.exceptions import TemplateSyntaxError
+from jinja2.exceptions import TemplateSyntaxError, UndefinedError
 from jinja2.ext import Extension
 
 from . import bake
@@ -71,7 +71,10 @@ def renders_as_template(environment, source: str) -> bool:
 
 @pass_context
 def _grpo(context, name: str):
-    return bake.lookup(context["cookiecutter"], name)
+    try:
+        return bake.lookup(context["cookiecutter"], name)
+    except KeyError as err:  # an UndefinedError makes cookiecutter remove the half-made folder
+        raise UndefinedError(f"grpo() has no value named {name!r}") from err
 
 
 class GrpoExtension(Extension):

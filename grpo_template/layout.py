@@ -10,15 +10,27 @@ from pathlib import Path
 
 from .answers import Answers
 
+
 # (question, answer) -> files (relative to the project root; {pkg} = package name) kept only
 # when that answer was given.
+def _task_files(task: str, *extra: str) -> tuple[str, ...]:
+    return (
+        f"src/{{pkg}}/tasks/{task}_task.py",
+        f"src/{{pkg}}/rewards/{task}_rewards.py",
+        f"data/sample_{task}.jsonl",
+        f"tests/test_{task}_rewards.py",
+        *extra,
+    )
+
+
 VARIANT_FILES: dict[tuple[str, str], tuple[str, ...]] = {
-    ("task_type", "math"): (
-        "src/{pkg}/tasks/math_task.py",
-        "src/{pkg}/rewards/math_rewards.py",
-        "data/sample_math.jsonl",
-        "tests/test_math_rewards.py",
+    ("task_type", "math"): _task_files("math"),
+    ("task_type", "code"): _task_files(
+        "code", "src/{pkg}/sandbox.py", "src/{pkg}/sandbox_harness.py", "tests/test_sandbox.py"
     ),
+    ("task_type", "json"): _task_files("json"),
+    ("task_type", "classification"): _task_files("classification"),
+    ("task_type", "custom"): _task_files("custom"),
 }
 
 

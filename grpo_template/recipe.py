@@ -177,7 +177,11 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
             Entry("seed", 42),
         ),
     )
-    return [data, Section("model (trl.ModelConfig)", tuple(model_entries)), training]
+    result = [data]
+    if task.arguments:
+        title = f"{task.name} task (TaskArguments, src/<package>/tasks/{task.name}_task.py)"
+        result.append(Section(title, tuple(Entry(a.key, a.value, a.why) for a in task.arguments)))
+    return [*result, Section("model (trl.ModelConfig)", tuple(model_entries)), training]
 
 
 def render(plan: Plan, tracker: str, header: str) -> str:

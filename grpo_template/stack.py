@@ -30,6 +30,7 @@ DEV = ("pytest>=8", "hypothesis>=6.100", "ruff>=0.15")
 CPU_TORCH = "torch==2.13.0"
 
 
-def dependencies(backend: str, tracker: str) -> list[str]:
+def dependencies(backend: str, tracker: str, extra: tuple[str, ...] = ()) -> list[str]:
+    """The project's requirements: backend stack, common tools, tracker, task extras."""
     stack = {"transformers": TRANSFORMERS_STACK}[backend]
-    return [*stack, *COMMON, *TRACKER_PACKAGES[tracker]]
+    return [*stack, *COMMON, *TRACKER_PACKAGES[tracker], *extra]

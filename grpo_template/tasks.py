@@ -8,6 +8,8 @@ FORMAT_INSTRUCTIONS = (
     "First think step by step inside <think> </think> tags. Then write only the final answer "
     "inside <answer> </answer> tags."
 )
+WRITTEN_HERE = "written for grpo-template"
+WRITTEN_LICENSE = "CC0-1.0 (public domain dedication)"
 
 
 @dataclass(frozen=True)
@@ -15,6 +17,15 @@ class Reward:
     name: str
     weight: float
     why: str  # one-line comment placed next to it in the recipe
+
+
+@dataclass(frozen=True)
+class Argument:
+    """A task-specific recipe field (a field of the task's TaskArguments dataclass)."""
+
+    key: str
+    value: object
+    why: str
 
 
 @dataclass(frozen=True)
@@ -36,51 +47,193 @@ class TaskSpec:
     sample_what: str  # the shipped sample file: what it holds
     sample_source: str  # where it comes from
     sample_license: str
+    arguments: tuple[Argument, ...] = ()
+    extra_dependencies: tuple[str, ...] = ()
 
     @property
     def sample_data(self) -> str:
         return f"data/sample_{self.name}.jsonl"
 
 
-TASKS: dict[str, TaskSpec] = {
-    t.name: t
-    for t in [
-        TaskSpec(
-            name="math",
-            label="Math word problems (GSM8K / MATH-style answers, checked with math-verify)",
-            dataset_name="openai/gsm8k",
-            dataset_config="main",
-            train_split="train",
-            test_split="test",
-            prompt_column="question",
-            answer_column="answer",
-            system_prompt=(
-                "You solve math problems. " + FORMAT_INSTRUCTIONS + " The answer is a number or "
-                "a LaTeX expression, without units."
-            ),
-            rewards=(
-                Reward("math_correctness", 2.0, "1 if the final answer equals the gold answer"),
-                Reward(
-                    "strict_format", 0.5, "1 for exactly <think>...</think><answer>...</answer>"
-                ),
-                Reward("partial_format", 0.5, "0.25 per tag, minus text after </answer>"),
-            ),
-            completion_tokens=512,
-            prompt_tokens=384,
-            dataset_note=(
-                "`openai/gsm8k` (config `main`): `question` is the prompt, `answer` is a worked "
-                "solution ending in `#### <number>`; the reward compares that number."
-            ),
-            example_prompt="A shop sells pens at 3 dollars each. How much do 7 pens cost?",
-            sample_what="first 32 rows of the GSM8K test split (`question`, `answer`)",
-            sample_source=(
-                "github.com/openai/grade-school-math, `grade_school_math/data/test.jsonl`"
-            ),
-            sample_license="MIT, Copyright (c) 2021 OpenAI",
-        ),
-    ]
-}
+STRICT = Reward("strict_format", 0.5, "1 for exactly <think>...</think><answer>...</answer>")
+PARTIAL = Reward("partial_format", 0.5, "0.25 per tag, minus text after </answer>")
+OVERLONG_WHY = "0 until the last quarter of max_completion_length, then down to -1"
 
+MATH = TaskSpec(
+    name="math",
+    label="Math word problems (GSM8K / MATH-style answers, checked with math-verify)",
+    dataset_name="openai/gsm8k",
+    dataset_config="main",
+    train_split="train",
+    test_split="test",
+    prompt_column="question",
+    answer_column="answer",
+    system_prompt=(
+        "You solve math problems. " + FORMAT_INSTRUCTIONS + " The answer is a number or "
+        "a LaTeX expression, without units."
+    ),
+    rewards=(
+        Reward("math_correctness", 2.0, "1 if the final answer equals the gold answer"),
+        STRICT,
+        PARTIAL,
+        Reward("soft_overlong", 0.5, OVERLONG_WHY),
+    ),
+    completion_tokens=512,
+    prompt_tokens=384,
+    dataset_note=(
+        "`openai/gsm8k` (config `main`): `question` is the prompt, `answer` is a worked "
+        "solution ending in `#### <number>`; the reward compares that number."
+    ),
+    example_prompt="A shop sells pens at 3 dollars each. How much do 7 pens cost?",
+    sample_what="first 32 rows of the GSM8K test split (`question`, `answer`)",
+    sample_source="github.com/openai/grade-school-math, `grade_school_math/data/test.jsonl`",
+    sample_license="MIT, Copyright (c) 2021 OpenAI",
+)
+
+CODE = TaskSpec(
+    name="code",
+    label="Python code, checked by running unit tests in a local sandbox (MBPP, HumanEval)",
+    dataset_name="google-research-datasets/mbpp",
+    dataset_config="full",
+    train_split="train",
+    test_split="test",
+    prompt_column="text",
+    answer_column="test_list",
+    system_prompt=(
+        "You write Python. " + FORMAT_INSTRUCTIONS + " The answer is one ```python code "
+        "block that defines the function the tests call, without tests or example usage."
+    ),
+    rewards=(
+        Reward("code_correctness", 2.0, "fraction of the row's tests passed in the sandbox"),
+        Reward("code_block_format", 0.5, "1 for exactly one ```python block in the answer"),
+        PARTIAL,
+        Reward("soft_overlong", 0.5, OVERLONG_WHY),
+    ),
+    completion_tokens=768,
+    prompt_tokens=768,
+    dataset_note=(
+        "`google-research-datasets/mbpp` (config `full`): `text` is the problem, "
+        "`test_list` the asserts the code must pass (shown in the prompt, since they name the "
+        "function), `code` a reference solution, `test_setup_code` code run before the tests. "
+        "HumanEval-style data works too: point `answer_column` at its `test` column and set "
+        "`entry_point_column: entry_point`."
+    ),
+    example_prompt="Write a function to return the largest of three numbers.",
+    sample_what="24 MBPP-style problems (`text`, `code`, `test_list`, `test_setup_code`)",
+    sample_source=WRITTEN_HERE,
+    sample_license=WRITTEN_LICENSE,
+    arguments=(
+        Argument("sandbox_workers", 2, "programs run in parallel when scoring a batch"),
+        Argument("sandbox_timeout", 5.0, "wall-clock seconds per program, tests included"),
+        Argument("sandbox_memory_mb", 512, "memory limit per program"),
+        Argument("solution_column", "code", "reference solution (ideal completions only)"),
+        Argument("setup_column", "test_setup_code", "code run before the tests; null if none"),
+        Argument("entry_point_column", None, "HumanEval: column naming the checked function"),
+    ),
+)
+
+JSON = TaskSpec(
+    name="json",
+    label="Structured JSON output validated against each row's JSON Schema",
+    dataset_name="NousResearch/json-mode-eval",
+    dataset_config=None,
+    train_split="train",
+    test_split="train",
+    prompt_column="prompt",
+    answer_column="completion",
+    system_prompt=(
+        "You extract structured data. Reply with only a JSON object that follows the JSON "
+        "Schema in the message: no explanation and no text before or after it (a ```json "
+        "fence is allowed)."
+    ),
+    rewards=(
+        Reward("json_field_match", 2.0, "fraction of the reference object's fields matched"),
+        Reward("json_schema_valid", 1.0, "1 if the JSON validates against the row's schema"),
+        Reward("json_only", 0.5, "1 for nothing but JSON, -1 for no JSON"),
+        Reward("soft_overlong", 0.25, OVERLONG_WHY),
+    ),
+    completion_tokens=384,
+    prompt_tokens=1024,
+    dataset_note=(
+        "`NousResearch/json-mode-eval` (100 rows, one `train` split): `prompt` is a chat whose "
+        "user message is the request, `completion` the reference JSON, `schema` the JSON "
+        "Schema (added to the prompt). Hold out rows of your own data for evaluation."
+    ),
+    example_prompt="Extract the name, age and city as JSON: Lena is 31 and lives in Graz.",
+    sample_what="20 extraction requests (`prompt` chat, `completion` JSON, `schema`)",
+    sample_source=WRITTEN_HERE,
+    sample_license=WRITTEN_LICENSE,
+    arguments=(Argument("schema_column", "schema", "column with each row's JSON Schema"),),
+    extra_dependencies=("jsonschema>=4.20,<5",),
+)
+
+CLASSIFICATION = TaskSpec(
+    name="classification",
+    label="Classification / fact-check: one label from a fixed set",
+    dataset_name="fancyzhx/ag_news",
+    dataset_config=None,
+    train_split="train",
+    test_split="test",
+    prompt_column="text",
+    answer_column="label",
+    system_prompt=(
+        "You classify texts. Choose exactly one of the labels listed in the message. You may "
+        "reason first inside <think> </think> tags; then write only the label inside "
+        "<answer> </answer> tags."
+    ),
+    rewards=(
+        Reward("label_correctness", 2.0, "1 if the answered label is the gold label"),
+        Reward("label_in_set", 0.5, "1 if the answer is one of the labels"),
+        Reward("answer_tag_format", 0.5, "1 for one single-line <answer> block at the end"),
+        Reward("soft_overlong", 0.25, OVERLONG_WHY),
+    ),
+    completion_tokens=256,
+    prompt_tokens=512,
+    dataset_note=(
+        "`fancyzhx/ag_news`: `text` is a news snippet, `label` one of World, Sports, "
+        "Business, Sci/Tech (class ids become their names). For fact-checking, point the "
+        "recipe at claims and set `labels`, e.g. [SUPPORTED, REFUTED, NOT ENOUGH INFO]."
+    ),
+    example_prompt="The striker signed a new contract. Labels: World, Sports, Business, Sci/Tech",
+    sample_what="24 news-style sentences (`text`, `label`)",
+    sample_source=WRITTEN_HERE,
+    sample_license=WRITTEN_LICENSE,
+    arguments=(
+        Argument("labels", ["World", "Sports", "Business", "Sci/Tech"], "the allowed answers"),
+    ),
+)
+
+CUSTOM = TaskSpec(
+    name="custom",
+    label="Custom: a working short-answer example to edit (prompt builder + reward)",
+    dataset_name="data/sample_custom.jsonl",
+    dataset_config=None,
+    train_split="train",
+    test_split="test",
+    prompt_column="question",
+    answer_column="answer",
+    system_prompt=(
+        "Answer the question. " + FORMAT_INSTRUCTIONS + " The answer is a word or a short phrase."
+    ),
+    rewards=(
+        Reward("exact_answer", 2.0, "1 if the answer equals the gold answer (edit it)"),
+        STRICT,
+        PARTIAL,
+    ),
+    completion_tokens=256,
+    prompt_tokens=256,
+    dataset_note=(
+        "no Hub dataset: the recipe trains on `data/sample_custom.jsonl` (`question`, "
+        "`answer`). Replace it with your data and edit `tasks/custom_task.py` and "
+        "`rewards/custom_rewards.py` (marked EDIT HERE)."
+    ),
+    example_prompt="What is the capital of Italy?",
+    sample_what="20 short-answer questions (`question`, `answer`)",
+    sample_source=WRITTEN_HERE,
+    sample_license=WRITTEN_LICENSE,
+)
+
+TASKS: dict[str, TaskSpec] = {t.name: t for t in (MATH, CODE, JSON, CLASSIFICATION, CUSTOM)}
 DEFAULT_TASK = "math"
 
 

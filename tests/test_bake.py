@@ -27,6 +27,7 @@ BASE_FILES = {
     "src/{pkg}/merge.py",
     "src/{pkg}/modeling.py",
     "src/{pkg}/project.py",
+    "src/{pkg}/reward_debug.py",
     "src/{pkg}/rewards/__init__.py",
     "src/{pkg}/rewards/base.py",
     "src/{pkg}/rewards/formats.py",
@@ -39,15 +40,22 @@ BASE_FILES = {
     "tests/test_data.py",
     "tests/test_pipeline.py",
     "tests/test_recipe.py",
+    "tests/test_reward_fuzz.py",
     "tests/test_rewards.py",
 }
 TASK_FILES = {
-    "math": {
-        "src/{pkg}/tasks/math_task.py",
-        "src/{pkg}/rewards/math_rewards.py",
-        "data/sample_math.jsonl",
-        "tests/test_math_rewards.py",
-    },
+    task: {
+        f"src/{{pkg}}/tasks/{task}_task.py",
+        f"src/{{pkg}}/rewards/{task}_rewards.py",
+        f"data/sample_{task}.jsonl",
+        f"tests/test_{task}_rewards.py",
+    }
+    for task in ("math", "code", "json", "classification", "custom")
+}
+TASK_FILES["code"] |= {
+    "src/{pkg}/sandbox.py",
+    "src/{pkg}/sandbox_harness.py",
+    "tests/test_sandbox.py",
 }
 LEFTOVER = re.compile(r"\{\{|\{%|\{#|(?<![.\w])cookiecutter\.(?!json)")
 
@@ -100,7 +108,8 @@ def test_answers_are_recorded_for_regeneration(baked):
     project = next(iter(baked.values()))
     record = json.loads((project / ".cookiecutter.json").read_text(encoding="utf-8"))
     answers = record["cookiecutter"]
-    assert answers["task_type"] == "math" and answers["package_name"] == "matrix_project"
+    assert answers["task_type"] in ("math", "code", "json", "classification", "custom")
+    assert answers["package_name"] == "matrix_project"
     assert "_output_dir" not in answers and "_repo_dir" not in answers
 
 

@@ -11,12 +11,16 @@ from conftest import ROOT, SHARED, assert_ok, bake_ok, run_in
 
 pytestmark = pytest.mark.slow
 
-# Projects whose whole suite and smoke pipeline run: the CPU tier and one model of every other
-# architecture family (different LoRA targets, a multimodal tower, a custom id), across tiers.
-REPRESENTATIVE = {
-    "cpu-qwen2.5-0.5b": {"gpu_tier": "cpu", "model": "Qwen/Qwen2.5-0.5B-Instruct"},
+TASKS = ("math", "code", "json", "classification", "custom")
+TIERS = ("24GB", "cpu", "16GB", "48GB", "80GB", "141GB")
+# Every task with every tier (other answers at their defaults): `make test` and `make smoke`.
+GRID = {f"{task}-{tier}": {"task_type": task, "gpu_tier": tier} for task in TASKS for tier in TIERS}
+# One model of every other architecture family (different LoRA targets, a multimodal tower, a
+# custom id): the smoke run trains, merges and reloads the tiny model of that family.
+FAMILIES = {
     "qwen3-thinking": {"model": "Qwen/Qwen3-1.7B", "gpu_tier": "16GB"},
     "llama": {"model": "meta-llama/Llama-3.2-1B-Instruct", "tracker": "tensorboard"},
+    "gemma3-text": {"model": "google/gemma-3-1b-it"},
     "gemma3-multimodal": {"model": "google/gemma-3-4b-it", "gpu_tier": "48GB"},
     "phi3-fused-projections": {"model": "microsoft/Phi-4-mini-instruct", "gpu_tier": "80GB"},
     "custom": {
@@ -41,22 +45,20 @@ def check_smoke_output(project: Path, result) -> None:
     assert completion.strip(), "inference printed no text"
 
 
-def test_default_project_make_test(default_project):
-    assert_ok(make(default_project, "test"))
-
-
-def test_default_project_make_smoke(default_project):
-    check_smoke_output(default_project, make(default_project, "smoke"))
-
-
 def test_default_project_lint(default_project):
     assert_ok(make(default_project, "lint"))
 
 
-@pytest.mark.parametrize("variant", list(REPRESENTATIVE))
-def test_representative_projects_test_and_smoke(cookies, variant):
-    project = bake_ok(cookies, **REPRESENTATIVE[variant])
+@pytest.mark.parametrize("variant", list(GRID))
+def test_every_task_and_tier_passes_make_test_and_make_smoke(cookies, variant):
+    project = bake_ok(cookies, **GRID[variant])
     assert_ok(make(project, "test"))
+    check_smoke_output(project, make(project, "smoke"))
+
+
+@pytest.mark.parametrize("variant", list(FAMILIES))
+def test_every_architecture_family_runs_the_smoke_pipeline(cookies, variant):
+    project = bake_ok(cookies, **FAMILIES[variant])
     check_smoke_output(project, make(project, "smoke"))
 
 

@@ -32,3 +32,11 @@ def test_every_question_has_a_readable_prompt():
         if isinstance(options, dict):
             for choice in data[key]:
                 assert choice in options, (key, choice)
+
+
+def test_example_prompts_fit_on_one_generated_line():
+    """They are placed in project.py as `EXAMPLE_PROMPT = "..."` (ruff's limit is 100)."""
+    from grpo_template.tasks import TASKS
+
+    for task in TASKS.values():
+        assert len(f"EXAMPLE_PROMPT = {task.example_prompt!r}") <= 100, task.name

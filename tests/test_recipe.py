@@ -4,9 +4,10 @@ import sys
 
 import pytest
 import yaml
+from conftest import bake_ok
 from matrix import VALID, name
 
-from grpo_template import recipe
+from grpo_template import recipe, tasks
 from grpo_template.answers import Answers
 from grpo_template.bake import recipe_header
 
@@ -51,22 +52,27 @@ def test_recipe_is_the_plan_and_every_value_is_explained(combo):
 
 
 @pytest.fixture(scope="module")
-def project_parser(default_project):
-    """parse_recipe from a baked project: the recipe's own parser over the installed TRL."""
-    sys.path.insert(0, str(default_project / "src"))
-    from my_grpo_project.config import parse_recipe
+def project_parsers(cookies_session):
+    """parse_recipe of a baked project per task: each recipe is parsed by its own project's
+    parser (ScriptArguments + the task's TaskArguments + the installed TRL's dataclasses)."""
+    import importlib
 
-    return parse_recipe
+    parsers = {}
+    for task in tasks.TASKS:
+        slug = f"recipe-check-{task}"
+        project = bake_ok(cookies_session, task_type=task, project_slug=slug)
+        sys.path.insert(0, str(project / "src"))
+        parsers[task] = importlib.import_module(f"{slug.replace('-', '_')}.config").parse_recipe
+    return parsers
 
 
 @pytest.mark.parametrize("combo", VALID, ids=name)
-def test_recipe_loads_into_the_installed_trl(combo, project_parser, tmp_path):
+def test_recipe_loads_into_the_installed_trl(combo, project_parsers, tmp_path):
     answers, text = rendered(combo)
     path = tmp_path / "grpo.yaml"
     path.write_text(text, encoding="utf-8")
-    script_args, training_args, model_args = project_parser(
-        ["--config", str(path), "--use_cpu", "true"]
-    )
+    parse = project_parsers[combo["task_type"]]
+    script_args, _, training_args, model_args = parse(["--config", str(path), "--use_cpu", "true"])
     plan = answers.plan
     assert training_args.num_generations == plan.num_generations
     assert training_args.generation_batch_size % plan.num_generations == 0

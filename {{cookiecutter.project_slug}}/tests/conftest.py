@@ -10,12 +10,46 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+RECIPE = "configs/grpo.yaml"
 
 
 @pytest.fixture(autouse=True)
 def in_project_root(monkeypatch):
     """Recipe paths (configs/, data/, outputs/) are relative to the project root."""
     monkeypatch.chdir(PROJECT_ROOT)
+
+
+@pytest.fixture(scope="session")
+def recipe():
+    """The project's recipe on the sample data (use_cpu lets a GPU recipe parse here)."""
+    from {{ cookiecutter.package_name }}.config import parse_recipe
+    from {{ cookiecutter.package_name }}.project import SAMPLE_DATA
+    from {{ cookiecutter.package_name }}.tasks import TASK
+
+    previous = Path.cwd()
+    os.chdir(PROJECT_ROOT)
+    try:
+        parsed = parse_recipe(
+            ["--config", RECIPE, "--use_cpu", "true", "--dataset_name", SAMPLE_DATA]
+        )
+    finally:
+        os.chdir(previous)
+    TASK.configure(parsed.task)
+    return parsed
+
+
+@pytest.fixture(scope="session")
+def sample_rows(recipe):
+    """The sample data as training rows: chat `prompt`, gold `answer`, the task's columns."""
+    from {{ cookiecutter.package_name }} import data
+
+    previous = Path.cwd()
+    os.chdir(PROJECT_ROOT)
+    try:
+        rows = data.load_training_rows(recipe.script, recipe.task)
+        return data.to_conversations(rows, recipe.script, recipe.task)
+    finally:
+        os.chdir(previous)
 
 
 @pytest.fixture(scope="session")

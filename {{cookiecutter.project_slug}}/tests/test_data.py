@@ -1,31 +1,17 @@
 """The data loader: local files and their errors, prompt building and length filtering."""
 
+import dataclasses
 import json
-from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-import yaml
 
 from {{ cookiecutter.package_name }} import data
 from {{ cookiecutter.package_name }}.project import SAMPLE_DATA
 
-RECIPE = yaml.safe_load(Path("configs/grpo.yaml").read_text(encoding="utf-8"))
 
-
-def script_args(**overrides):
-    values = {
-        "dataset_name": SAMPLE_DATA,
-        "dataset_config": None,
-        "dataset_train_split": "train",
-        "prompt_column": RECIPE["prompt_column"],
-        "answer_column": RECIPE["answer_column"],
-        "system_prompt": RECIPE["system_prompt"],
-        "max_prompt_tokens": 4096,
-        "max_train_samples": None,
-    }
-    values.update(overrides)
-    return SimpleNamespace(**values)
+def raw_rows() -> list[dict]:
+    with open(SAMPLE_DATA, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
 
 
 def write_jsonl(path, rows):
@@ -33,43 +19,60 @@ def write_jsonl(path, rows):
     return str(path)
 
 
-def test_sample_data_loads_and_becomes_chat_prompts(tiny_tokenizer):
-    rows = data.load_training_rows(script_args())
+def load(recipe, **changes):
+    script = dataclasses.replace(recipe.script, **changes)
+    return data.load_training_rows(script, recipe.task), script
+
+
+def test_sample_data_loads_and_becomes_chat_prompts(recipe, sample_rows, tiny_tokenizer):
+    rows, script = load(recipe)
     assert len(rows) >= 16
-    prepared, stats = data.prepare(rows, tiny_tokenizer, script_args())
-    first = prepared[0]
-    assert first["prompt"][0] == {"role": "system", "content": RECIPE["system_prompt"]}
-    assert first["prompt"][-1]["role"] == "user"
+    first = sample_rows[0]
+    assert first["prompt"][0] == {"role": "system", "content": script.system_prompt}
+    assert first["prompt"][-1]["role"] == "user" and first["prompt"][-1]["content"]
     assert isinstance(first["answer"], str) and first["answer"]
-    assert stats.dropped == 0 and stats.kept == len(rows)
+    prepared, stats = data.prepare(rows, tiny_tokenizer, script, recipe.task)
+    assert stats.kept + stats.dropped == len(rows) and len(prepared) == stats.kept
 
 
-def test_max_train_samples_limits_rows():
-    assert len(data.load_training_rows(script_args(max_train_samples=3))) == 3
+def test_max_train_samples_limits_rows(recipe):
+    rows, _ = load(recipe, max_train_samples=3)
+    assert len(rows) == 3
 
 
-def test_missing_column_names_file_column_and_setting(tmp_path):
-    path = write_jsonl(tmp_path / "d.jsonl", [{"q": "hi", "answer": "1"}])
+def test_missing_column_names_file_column_and_setting(recipe, tmp_path):
+    column = recipe.script.prompt_column
+    rows = [{("q" if k == column else k): v for k, v in row.items()} for row in raw_rows()[:2]]
+    path = write_jsonl(tmp_path / "d.jsonl", rows)
     with pytest.raises(data.DataError) as err:
-        data.load_training_rows(script_args(dataset_name=path))
+        load(recipe, dataset_name=path)
     message = str(err.value)
-    assert path in message and RECIPE["prompt_column"] in message and "prompt_column" in message
+    assert path in message and f"'{column}' not found" in message and "prompt_column" in message
 
 
-def test_empty_value_names_the_row(tmp_path):
-    rows = [{"question": "a", "answer": "1"}, {"question": "  ", "answer": "2"}]
+def test_an_empty_value_names_the_row_and_column(recipe, tmp_path):
+    column = recipe.script.prompt_column
+    rows = raw_rows()[:2]
+    text = isinstance(rows[0][column], str)
+    empty, message = ("   ", "is empty") if text else ([], "is an empty list")
+    rows[1] = {**rows[1], column: empty}
     path = write_jsonl(tmp_path / "d.jsonl", rows)
-    args = script_args(dataset_name=path, prompt_column="question", answer_column="answer")
-    with pytest.raises(data.DataError, match="row 2: column 'question' is empty"):
-        data.load_training_rows(args)
+    with pytest.raises(data.DataError, match=f"row 2: column '{column}' {message}"):
+        load(recipe, dataset_name=path)
 
 
-def test_wrong_type_names_the_row(tmp_path):
-    rows = [{"question": "a", "answer": "1"}, {"question": ["not", "text"], "answer": "2"}]
+def test_a_value_of_the_wrong_type_names_the_row_and_column(recipe, tmp_path):
+    column = recipe.script.prompt_column
+    rows = [{**row, column: {"not": "text"}} for row in raw_rows()[:2]]
     path = write_jsonl(tmp_path / "d.jsonl", rows)
-    args = script_args(dataset_name=path, prompt_column="question", answer_column="answer")
-    with pytest.raises(data.DataError, match="row 2: column 'question' is list, but row 1 has str"):
-        data.load_training_rows(args)
+    with pytest.raises(data.DataError, match=f"row 1: column '{column}' is dict"):
+        load(recipe, dataset_name=path)
+
+
+def test_mixed_types_in_a_column_name_the_row(tmp_path):
+    path = write_jsonl(tmp_path / "d.jsonl", [{"q": "a"}, {"q": ["x"]}, {"q": 5}])
+    with pytest.raises(data.DataError, match="row 2: column 'q' is list, but row 1 has str"):
+        data.load_rows(path)
 
 
 def test_invalid_json_names_the_line(tmp_path):
@@ -88,46 +91,44 @@ def test_missing_and_unsupported_files(tmp_path):
         data.load_rows(str(other))
 
 
-def test_csv_and_parquet(tmp_path):
+def test_parquet_and_csv_hold_the_same_rows(recipe, tmp_path):
     import pandas as pd
 
-    frame = pd.DataFrame({"question": ["What is 1+1?", "What is 2+2?"], "answer": [2, 4]})
-    csv = tmp_path / "d.csv"
-    frame.to_csv(csv, index=False)
+    frame = pd.DataFrame(raw_rows()[:4])
     parquet = tmp_path / "d.parquet"
     frame.to_parquet(parquet)
-    for path in (csv, parquet):
-        args = script_args(dataset_name=str(path), prompt_column="question", answer_column="answer")
-        rows = data.load_training_rows(args)
-        assert len(rows) == 2
+    assert len(load(recipe, dataset_name=str(parquet))[0]) == 4
+    if all(frame[c].map(lambda v: isinstance(v, str | int | float)).all() for c in frame):
+        csv = tmp_path / "d.csv"
+        frame.to_csv(csv, index=False)
+        assert len(load(recipe, dataset_name=str(csv))[0]) == 4
 
 
-def test_numbers_are_accepted_as_answers(tmp_path, tiny_tokenizer):
-    path = write_jsonl(tmp_path / "d.jsonl", [{"question": "1+1?", "answer": 2}])
-    args = script_args(dataset_name=path, prompt_column="question", answer_column="answer")
-    prepared, _ = data.prepare(data.load_training_rows(args), tiny_tokenizer, args)
-    assert prepared[0]["answer"] == "2"
-
-
-def test_long_prompts_are_dropped_and_counted(tmp_path, tiny_tokenizer):
-    rows = [{"question": "short", "answer": "1"}, {"question": "long " * 400, "answer": "2"}]
-    path = write_jsonl(tmp_path / "d.jsonl", rows)
-    args = script_args(dataset_name=path, prompt_column="question", answer_column="answer")
-    conversations = data.to_conversations(
-        data.load_training_rows(args), args.system_prompt, "question", "answer"
-    )
-    short = data.prompt_token_count(tiny_tokenizer, conversations[0]["prompt"])
-    args.max_prompt_tokens = short
-    prepared, stats = data.prepare(data.load_training_rows(args), tiny_tokenizer, args)
+def test_long_prompts_are_dropped_and_counted(recipe, tmp_path, tiny_tokenizer):
+    column = recipe.script.prompt_column
+    short, long = raw_rows()[:2]
+    long = {**long, column: lengthen(long[column])}
+    rows, script = load(recipe, dataset_name=write_jsonl(tmp_path / "d.jsonl", [short, long]))
+    conversations = data.to_conversations(rows, script, recipe.task)
+    limit = data.prompt_token_count(tiny_tokenizer, conversations[0]["prompt"])
+    script = dataclasses.replace(script, max_prompt_tokens=limit)
+    prepared, stats = data.prepare(rows, tiny_tokenizer, script, recipe.task)
     assert (stats.kept, stats.dropped) == (1, 1)
-    assert stats.longest > short
-    assert prepared[0]["answer"] == "1"
+    assert stats.longest > limit
+    assert prepared[0]["answer"] == conversations[0]["answer"]
 
 
-def test_all_prompts_too_long_is_an_error(tiny_tokenizer):
-    args = script_args(max_prompt_tokens=3)
+def lengthen(value):
+    """The same kind of prompt (text or chat), 2000 words longer."""
+    if isinstance(value, str):
+        return value + " long" * 2000
+    return [{**m, "content": m["content"] + " long" * 2000} for m in value]
+
+
+def test_all_prompts_too_long_is_an_error(recipe, tiny_tokenizer):
+    rows, script = load(recipe, max_prompt_tokens=3)
     with pytest.raises(data.DataError, match="raise max_prompt_tokens"):
-        data.prepare(data.load_training_rows(args), tiny_tokenizer, args)
+        data.prepare(rows, tiny_tokenizer, script, recipe.task)
 
 
 def test_hub_dataset_failure_is_explained():

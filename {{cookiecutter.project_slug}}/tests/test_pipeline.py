@@ -1,11 +1,8 @@
 """The whole pipeline on the tiny model: train -> merge (with its check) -> infer, offline."""
 
-import subprocess
-import sys
-
 import pytest
 
-from {{ cookiecutter.package_name }} import infer, merge, train
+from {{ cookiecutter.package_name }} import infer, merge, smoke, train
 
 
 def smoke_train(tiny_model_dir, output_dir, *extra):
@@ -73,7 +70,9 @@ def test_merge_check_catches_a_merge_that_lost_the_adapter(tiny_model_dir, tmp_p
         PeftModel, "merge_and_unload", lambda self, *a, **k: self.unload(), raising=False
     )
     with pytest.raises(merge.MergeCheckFailed, match="behaves like the base model"):
-        merge.merge([str(adapter_dir), "--output", str(tmp_path / "merged")])
+        merge.merge(
+            [str(adapter_dir), "--output", str(tmp_path / "merged"), "--max-new-tokens", "4"]
+        )
     assert not (tmp_path / "merged").exists()
     assert not (tmp_path / "merged.partial").exists()
 
@@ -119,12 +118,17 @@ def test_resume_continues_from_the_last_checkpoint(tiny_model_dir, tmp_path):
     assert (run_dir / "checkpoint-3").is_dir()
 
 
-def test_cli_reports_a_bad_recipe_in_one_line(tmp_path):
+def test_cli_reports_a_bad_recipe_in_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("max_prompt_length: 512\n", encoding="utf-8")
-    module = "{{ cookiecutter.package_name }}.train"
-    command = [sys.executable, "-m", module, "--config", str(bad)]
-    result = subprocess.run(command, capture_output=True, text=True)
-    assert result.returncode == 2
-    assert result.stderr.strip().splitlines()[-1].startswith("error: recipe:")
-    assert "Traceback" not in result.stderr
+    assert train.main(["--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1].startswith("error: recipe:")
+    assert "Traceback" not in err
+
+
+def test_smoke_pipeline_trains_merges_and_answers(tiny_model_dir, capsys):
+    answers = smoke.pipeline(["--model_name_or_path", str(tiny_model_dir)])
+    assert len(answers) == 1 and answers[0].strip()
+    assert (smoke.SMOKE_OUTPUT_DIR / "merged" / "config.json").is_file()
+    assert "merge check passed" in capsys.readouterr().out

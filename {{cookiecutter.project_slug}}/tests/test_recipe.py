@@ -24,11 +24,11 @@ def parse(*overrides):
 def test_recipe_loads_into_installed_grpo_config_and_model_config():
     from trl import GRPOConfig, ModelConfig
 
-    script_args, training_args, model_args = parse()
+    script_args, task_args, training_args, model_args = parse()
     assert isinstance(training_args, GRPOConfig)
     assert isinstance(model_args, ModelConfig)
     values = recipe_values()
-    parsed = {**vars(script_args), **vars(model_args), **training_args.to_dict()}
+    parsed = {**vars(script_args), **vars(task_args), **vars(model_args), **training_args.to_dict()}
     for key, value in values.items():
         assert key in parsed, f"{key} is not a field of the installed TRL"
         got = parsed[key]
@@ -53,7 +53,7 @@ def test_a_removed_field_fails_the_parse(tmp_path):
 
 
 def test_batch_arithmetic_is_valid():
-    _, training_args, _ = parse()
+    training_args = parse().training
     generation_batch = training_args.generation_batch_size
     assert generation_batch % training_args.num_generations == 0
     assert generation_batch % training_args.per_device_train_batch_size == 0
@@ -67,9 +67,9 @@ def test_rewards_and_weights_line_up():
 
 
 def test_command_line_overrides_the_recipe():
-    script_args, training_args, _ = parse("--learning_rate", "3e-5", "--max_prompt_tokens", "99")
-    assert training_args.learning_rate == pytest.approx(3e-5)
-    assert script_args.max_prompt_tokens == 99
+    recipe = parse("--learning_rate", "3e-5", "--max_prompt_tokens", "99")
+    assert recipe.training.learning_rate == pytest.approx(3e-5)
+    assert recipe.script.max_prompt_tokens == 99
 
 
 def test_missing_recipe_is_one_clear_error():
@@ -78,7 +78,7 @@ def test_missing_recipe_is_one_clear_error():
 
 
 def test_smoke_overrides_make_any_recipe_cpu_and_tiny():
-    script_args, training_args, model_args = parse_recipe(["--config", str(RECIPE), "--smoke"])
+    script_args, _, training_args, model_args = parse_recipe(["--config", str(RECIPE), "--smoke"])
     assert training_args.use_cpu and not training_args.bf16 and not training_args.fp16
     assert not model_args.load_in_4bit and not training_args.use_vllm
     assert model_args.model_name_or_path == "outputs/tiny-model"

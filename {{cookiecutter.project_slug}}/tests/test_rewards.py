@@ -1,73 +1,14 @@
-"""Reward functions on golden completions, TRL's calling contract, and hostile input."""
+"""The recipe's rewards: registered, maxed by ideal completions, TRL's contract, hostile input."""
 
-import json
 import math
-from pathlib import Path
 
 import pytest
-import yaml
 
+from {{ cookiecutter.package_name }} import reward_debug
 from {{ cookiecutter.package_name }}.errors import UserError
-from {{ cookiecutter.package_name }}.project import SAMPLE_DATA
-from {{ cookiecutter.package_name }}.rewards import REGISTRY, resolve
+from {{ cookiecutter.package_name }}.rewards import REGISTRY, SETTINGS, resolve
+from {{ cookiecutter.package_name }}.rewards.base import call_like_trl
 from {{ cookiecutter.package_name }}.tasks import TASK
-
-RECIPE = (
-    yaml.safe_load(Path("configs/grpo.yaml").read_text())
-    if Path("configs/grpo.yaml").exists()
-    else {}
-)
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def rows() -> list[dict]:
-    lines = (ROOT / SAMPLE_DATA).read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
-def score(name: str, completion, **columns) -> float | None:
-    batch = {key: [value] for key, value in columns.items()}
-    return REGISTRY[name]([completion], **batch)[0]
-
-
-def trl_call(func, completions: list, **columns):
-    """Call a reward exactly as GRPOTrainer does (conversational completions, extra kwargs)."""
-    n = len(completions)
-    return func(
-        prompts=[[{"role": "user", "content": "q"}]] * n,
-        completions=[[{"role": "assistant", "content": c}] for c in completions],
-        completion_ids=[[1, 2, 3]] * n,
-        trainer_state=None,
-        log_extra=lambda *a, **k: None,
-        log_metric=lambda *a, **k: None,
-        **{key: [value] * n for key, value in columns.items()},
-    )
-
-
-def test_every_recipe_reward_is_registered_with_a_range():
-    for name in RECIPE.get("reward_funcs", []):
-        assert name in REGISTRY, name
-        low, high = REGISTRY[name].reward_range.low, REGISTRY[name].reward_range.high
-        assert low < high
-
-
-def test_ideal_completions_reach_the_top_of_every_range():
-    for row in rows():
-        row = {**row, "answer": str(row[RECIPE.get("answer_column", "answer")])}
-        ideal = TASK.ideal_completion(row)
-        for name in RECIPE.get("reward_funcs", []):
-            value = score(name, ideal, **row)
-            assert value == REGISTRY[name].reward_range.high, (name, ideal, value)
-
-
-def test_rewards_follow_trls_contract():
-    row = {**rows()[0]}
-    row["answer"] = str(row[RECIPE.get("answer_column", "answer")])
-    for name in RECIPE.get("reward_funcs", []):
-        values = trl_call(REGISTRY[name], ["<think>x</think><answer>1</answer>", "", "junk"], **row)
-        assert len(values) == 3
-        assert all(v is None or isinstance(v, float) for v in values)
-
 
 NASTY = [
     "",
@@ -82,21 +23,41 @@ NASTY = [
     "ünïcödé 答案 🤖 <answer>∞</answer>",
     "x" * 1_000_000,
     '{"a": ' * 500,
+    "[" * 5000 + "]" * 5000,
+    "```python\n" + "(" * 500 + "\n```",
+    '<answer>```json\n{"a": 1\n```</answer>',
+    "<think>" + "<answer>" * 1000,
 ]
 
 
+def test_every_recipe_reward_is_registered_with_a_range(recipe):
+    for name in recipe.script.reward_funcs:
+        assert name in REGISTRY, name
+        bounds = REGISTRY[name].reward_range
+        assert bounds.low < bounds.high
+
+
+def test_ideal_completions_reach_the_top_of_every_range():
+    """The reward debug command on the sample data: every ideal completion maxes every reward."""
+    assert reward_debug.debug(["--limit", "2"])
+
+
+def test_rewards_follow_trls_contract(recipe, sample_rows):
+    row = sample_rows[0]
+    for name in recipe.script.reward_funcs:
+        values = call_like_trl(REGISTRY[name], [TASK.ideal_completion(row), "", "junk"], [row] * 3)
+        assert len(values) == 3
+        assert all(v is None or isinstance(v, float) for v in values)
+
+
 @pytest.mark.parametrize("completion", NASTY, ids=range(len(NASTY)))
-def test_rewards_never_raise_and_stay_in_range(completion):
-    row = {**rows()[0]}
-    row["answer"] = str(row[RECIPE.get("answer_column", "answer")])
+def test_rewards_never_raise_and_stay_in_range(completion, sample_rows):
+    row = sample_rows[0]
     for name, func in REGISTRY.items():
-        try:
-            value = trl_call(func, [completion], **row)[0]
-        except KeyError:
-            continue  # this reward needs a column other tasks have
+        value = call_like_trl(func, [completion], [row])[0]
         if value is None:
             continue
-        assert math.isfinite(value)
+        assert math.isfinite(value), name
         assert func.reward_range.low <= value <= func.reward_range.high, (name, value)
 
 
@@ -108,7 +69,7 @@ def test_a_missing_column_is_a_configuration_error():
 
 
 def test_resolve_registry_names_and_dotted_paths():
-    assert resolve(["strict_format"]) == [REGISTRY["strict_format"]]
+    assert resolve(["partial_format"]) == [REGISTRY["partial_format"]]
     assert resolve(["os.path.basename"])[0].__name__ == "basename"
     with pytest.raises(UserError, match="unknown reward"):
         resolve(["no_such_reward"])
@@ -118,7 +79,11 @@ def test_resolve_registry_names_and_dotted_paths():
         resolve(["os.no_such_function"])
 
 
-# --- format rewards -------------------------------------------------------------------------
+def score(name: str, completion: str, **columns):
+    return REGISTRY[name]([completion], **{k: [v] for k, v in columns.items()})[0]
+
+
+# --- format rewards shared by the tasks -------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -132,6 +97,7 @@ def test_resolve_registry_names_and_dotted_paths():
         ("<think>a</think><answer>1</answer><answer>2</answer>", 0.0),
         ("<think></think><answer>42</answer>", 0.0),
         ("<think>steps</think><answer>  </answer>", 0.0),
+        ("x <think>steps</think><answer>42</answer>", 0.0),
     ],
 )
 def test_strict_format(completion, expected):
@@ -147,8 +113,17 @@ def test_strict_format(completion, expected):
         ("nothing", 0.0),
         ("<think>a</think><answer>1</answer>" + "z" * 100, 0.9),
         ("<think>a</think><answer>1</answer>" + "z" * 5000, 0.5),
-        ("<answer>1</answer>" + "z" * 5000, -0.0),
+        ("<answer>1</answer>" + "z" * 5000, 0.0),
     ],
 )
 def test_partial_format(completion, expected):
     assert score("partial_format", completion) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "expected"), [(0, 0.0), (96, 0.0), (112, -0.5), (128, -1.0), (500, -1.0)]
+)
+def test_soft_overlong(tokens, expected, monkeypatch):
+    monkeypatch.setattr(SETTINGS, "max_completion_length", 128)
+    value = REGISTRY["soft_overlong"](["x"], completion_ids=[[1] * tokens])[0]
+    assert value == pytest.approx(expected)

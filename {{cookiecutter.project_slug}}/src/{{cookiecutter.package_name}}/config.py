@@ -1,7 +1,8 @@
 """The recipe: `configs/grpo.yaml` parsed by TRL's own `TrlParser`.
 
-A recipe is one flat YAML mapping whose keys are fields of three dataclasses: `ScriptArguments`
-(below: data, prompts, rewards), TRL's `GRPOConfig` (training) and `ModelConfig` (model, LoRA).
+A recipe is one flat YAML mapping whose keys are fields of four dataclasses: `ScriptArguments`
+(below: data, prompts, rewards), the task's `TaskArguments` (`tasks/`), TRL's `GRPOConfig`
+(training) and `ModelConfig` (model, LoRA).
 Any key can be overridden on the command line (`--learning_rate 1e-5`). A key that the installed
 TRL does not know fails the parse, which is how stale tutorial fields are caught early.
 """
@@ -12,8 +13,10 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import UserError
+from .tasks import TaskArguments
 
 DEFAULT_RECIPE = Path("configs/grpo.yaml")
 
@@ -61,18 +64,27 @@ class ScriptArguments:
     )
 
 
+class Recipe(NamedTuple):
+    """A parsed recipe: one object per dataclass."""
+
+    script: ScriptArguments
+    task: TaskArguments
+    training: object  # trl.GRPOConfig
+    model: object  # trl.ModelConfig
+
+
 def recipe_parser():
-    """TRL's parser over the three dataclasses of a recipe."""
+    """TRL's parser over the four dataclasses of a recipe."""
     from trl import GRPOConfig, ModelConfig, TrlParser
 
     return TrlParser(
-        (ScriptArguments, GRPOConfig, ModelConfig),
+        (ScriptArguments, TaskArguments, GRPOConfig, ModelConfig),
         description="GRPO training: --config configs/grpo.yaml [--any_recipe_field value ...]",
     )
 
 
-def parse_recipe(argv: Sequence[str] | None = None):
-    """Parse `--config <recipe>` plus command-line overrides into the three dataclasses.
+def parse_recipe(argv: Sequence[str] | None = None) -> Recipe:
+    """Parse `--config <recipe>` plus command-line overrides into the four dataclasses.
 
     Without `--config`, `configs/grpo.yaml` is used when it exists. `--smoke` inserts the
     overrides of `smoke.py` between the recipe and the user's own overrides.
@@ -90,7 +102,6 @@ def parse_recipe(argv: Sequence[str] | None = None):
 
         args = smoke_arguments() + args
     try:
-        script_args, training_args, model_args = recipe_parser().parse_args_and_config(args)
+        return Recipe(*recipe_parser().parse_args_and_config(args))
     except ValueError as err:
         raise UserError(f"recipe: {err}") from err
-    return script_args, training_args, model_args

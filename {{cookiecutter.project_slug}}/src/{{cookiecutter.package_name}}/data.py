@@ -107,10 +107,31 @@ def _read_jsonl(path: Path) -> list[dict]:
     return rows
 
 
-def validate_columns(rows, source: str, columns: dict[str, str]) -> None:
-    """Every required column exists and holds non-empty text (numbers are accepted as text).
+def _cell_problem(value) -> str | None:
+    """Why a cell cannot be used (None if fine): text, a number, a list of texts (e.g. unit
+    tests) or a chat (list of {role, content} messages)."""
+    if isinstance(value, bool) or value is None:
+        return f"is {type(value).__name__}, expected text"
+    if isinstance(value, str | int | float):
+        return None if str(value).strip() else "is empty"
+    if isinstance(value, list):
+        if not value:
+            return "is an empty list"
+        if all(isinstance(v, str) for v in value):
+            return None
+        if all(isinstance(v, dict) and "content" in v for v in value):
+            return None
+        return "is a list of mixed items, expected texts or chat messages"
+    return f"is {type(value).__name__}, expected text"
 
-    `columns` maps a column name to the recipe field that names it, for the error message.
+
+def validate_columns(
+    rows, source: str, columns: dict[str, str], may_be_empty: frozenset[str] = frozenset()
+) -> None:
+    """Every required column exists and holds usable values (see `_cell_problem`).
+
+    `columns` maps a column name to the recipe field that names it, for the error message;
+    columns in `may_be_empty` may hold empty text (e.g. optional setup code).
     """
     if len(rows) == 0:
         raise DataError(f"{source}: no rows")
@@ -122,13 +143,11 @@ def validate_columns(rows, source: str, columns: dict[str, str]) -> None:
                 f"set {setting} in configs/grpo.yaml or --{setting} on the command line"
             )
         for index, value in enumerate(rows[column]):
-            if isinstance(value, bool) or not isinstance(value, str | int | float):
-                raise DataError(
-                    f"{source} row {index + 1}: column '{column}' is {type(value).__name__}, "
-                    "expected text"
-                )
-            if not str(value).strip():
-                raise DataError(f"{source} row {index + 1}: column '{column}' is empty")
+            problem = _cell_problem(value)
+            if problem == "is empty" and column in may_be_empty:
+                continue
+            if problem:
+                raise DataError(f"{source} row {index + 1}: column '{column}' {problem}")
 
 
 @dataclass(frozen=True)
@@ -140,35 +159,44 @@ class PromptStats:
     longest: int
 
 
-def _as_text(rows, column: str):
-    """The column as strings: class labels become their names, numbers their digits."""
-    from datasets import ClassLabel, Value
+def _label_names(rows, column: str):
+    """Class-label columns (integers on the Hub) become their names, as the rewards compare text."""
+    from datasets import ClassLabel
 
     feature = rows.features[column]
     if isinstance(feature, ClassLabel):
         return rows.map(lambda row: {column: feature.int2str(row[column])}, desc="Label names")
-    if feature != Value("string"):
-        return rows.cast_column(column, Value("string"))
     return rows
 
 
-def to_conversations(rows, system_prompt: str, prompt_column: str, answer_column: str):
-    """Add the chat `prompt` (system + user message) and the gold `answer` columns."""
-    rows = _as_text(rows, answer_column)
-    source = prompt_column
-    if prompt_column == "prompt":  # the chat prompt replaces it, with another type
-        source = "source_prompt"
-        rows = rows.rename_column("prompt", source)
-    stale = [c for c in ("prompt", "answer") if c in rows.column_names and c != answer_column]
-    rows = rows.remove_columns(stale)
+def to_conversations(rows, script_args, task_args):
+    """Rows with the chat `prompt` (system + user message), the gold `answer` (text) and the
+    task's extra columns under the names its rewards read."""
+    answer_column = script_args.answer_column
+    rows = _label_names(rows, answer_column)
+    renames = {source: name for name, source in _extra_columns(task_args).items() if source != name}
+    reserved = {"prompt", "answer", *renames.values()}
+    keep_aside = {c: f"source_{c}" for c in rows.column_names if c in reserved}
+    rows = rows.rename_columns(keep_aside)  # the new columns replace these, with other types
+    renames = {keep_aside.get(s, s): n for s, n in renames.items()}
+    prompt_source = keep_aside.get(script_args.prompt_column, script_args.prompt_column)
+    answer_source = keep_aside.get(answer_column, answer_column)
 
     def convert(row: dict) -> dict:
-        messages = [{"role": "user", "content": TASK.user_message(row, source)}]
-        if system_prompt:
-            messages.insert(0, {"role": "system", "content": system_prompt})
-        return {"prompt": messages, "answer": row[answer_column]}
+        extra = {name: row[source] for source, name in renames.items()}
+        view = {**row, **extra}  # the task sees extra columns under the names rewards read
+        content = TASK.user_message(view, prompt_source, answer_source)
+        messages = [{"role": "user", "content": content}]
+        if script_args.system_prompt:
+            messages.insert(0, {"role": "system", "content": script_args.system_prompt})
+        return {"prompt": messages, "answer": TASK.gold(row[answer_source]), **extra}
 
     return rows.map(convert, desc="Building prompts")
+
+
+def _extra_columns(task_args) -> dict[str, str]:
+    """{name the rewards read: source column} for the task's extra columns."""
+    return {name: getattr(task_args, setting) for name, setting in TASK.columns(task_args).items()}
 
 
 def prompt_token_count(tokenizer, messages: list[dict]) -> int:
@@ -204,29 +232,30 @@ def filter_long_prompts(rows, tokenizer, max_prompt_tokens: int):
     return kept, stats
 
 
-def load_training_rows(script_args, split: str | None = None):
+def load_training_rows(script_args, task_args, split: str | None = None):
     """Load and validate the configured split (no tokenizer needed, so it runs before the model)."""
     split = split or script_args.dataset_train_split
     rows = load_rows(script_args.dataset_name, script_args.dataset_config, split)
     source = (
         script_args.dataset_name
         if is_local(script_args.dataset_name)
-        else (f"{script_args.dataset_name}[{split}]")
+        else f"{script_args.dataset_name}[{split}]"
     )
-    validate_columns(
-        rows,
-        source,
-        {script_args.prompt_column: "prompt_column", script_args.answer_column: "answer_column"},
-    )
+    required = {
+        script_args.prompt_column: "prompt_column",
+        script_args.answer_column: "answer_column",
+    }
+    extra = {getattr(task_args, setting): setting for setting in TASK.columns(task_args).values()}
+    validate_columns(rows, source, {**required, **extra}, frozenset(extra))
     if script_args.max_train_samples is not None:
         rows = rows.select(range(min(script_args.max_train_samples, len(rows))))
+    answer_column = script_args.answer_column
+    TASK.validate(_label_names(rows, answer_column), source, task_args, answer_column)
     logger.info("loaded %d rows from %s", len(rows), source)
     return rows
 
 
-def prepare(rows, tokenizer, script_args):
+def prepare(rows, tokenizer, script_args, task_args):
     """Conversational prompts, filtered to `max_prompt_tokens`."""
-    rows = to_conversations(
-        rows, script_args.system_prompt, script_args.prompt_column, script_args.answer_column
-    )
+    rows = to_conversations(rows, script_args, task_args)
     return filter_long_prompts(rows, tokenizer, script_args.max_prompt_tokens)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .errors import UserError, run
 from .generation import chat, generate, load_model_for_inference, load_tokenizer_for, recipe_values
+from .tasks import message_text
 
 
 def parse_args(argv: Sequence[str] | None):
@@ -39,6 +40,7 @@ def parse_args(argv: Sequence[str] | None):
         help='JSONL file; each line {"prompt": ...} (or the recipe\'s prompt_column)',
     )
     parser.add_argument("--output", type=Path, help="write {prompt, completion} JSONL here")
+    parser.add_argument("--limit", type=int, default=None, help="use only the first N prompts")
     parser.add_argument(
         "--system-prompt",
         default=recipe.get("system_prompt", ""),
@@ -70,8 +72,9 @@ def read_prompts(path: Path, prompt_column: str) -> list[str]:
         if isinstance(row, str):
             prompts.append(row)
             continue
-        text = row.get("prompt", row.get(prompt_column)) if isinstance(row, dict) else None
-        if not isinstance(text, str) or not text.strip():
+        value = row.get("prompt", row.get(prompt_column)) if isinstance(row, dict) else None
+        text = message_text(value) if isinstance(value, str | list) else None
+        if not text:
             raise UserError(f"{path} line {number}: no 'prompt' (or '{prompt_column}') text")
         prompts.append(text)
     if not prompts:
@@ -84,6 +87,7 @@ def infer(argv: Sequence[str] | None = None) -> list[str]:
 
     args = parse_args(argv)
     prompts = [args.prompt] if args.prompt else read_prompts(args.prompts_file, args.prompt_column)
+    prompts = prompts[: args.limit] if args.limit else prompts
     tokenizer = load_tokenizer_for(args.model)
     model = load_model_for_inference(args.model, args.dtype, args.device)
     batches = [prompts[i : i + args.batch_size] for i in range(0, len(prompts), args.batch_size)]

@@ -10,3 +10,4 @@ BACKEND = {{ cookiecutter.backend | tojson }}
 GPU_TIER = {{ cookiecutter.gpu_tier | tojson }}
 TINY_ARCH = {{ grpo("tiny_arch") | tojson }}
 SAMPLE_DATA = {{ grpo("sample_data") | tojson }}
+EXAMPLE_PROMPT = {{ grpo("example_prompt") | tojson }}

@@ -1,16 +1,24 @@
-"""Smoke mode (`--smoke`): run any recipe offline on a tiny local model, the sample data and CPU.
+"""Smoke mode: run any recipe offline on a tiny local model, the sample data and the CPU.
 
-The overrides below replace only what cannot run on a laptop CPU without downloads (model, data,
-precision, GPU-only features, size); the task, prompts, rewards and LoRA settings of the recipe
-stay as they are, so a smoke run exercises the same code path as the real one.
+`--smoke` (an argument of `train`, `doctor`, ...) applies the overrides below: they replace only
+what cannot run on a laptop CPU without downloads (model, data, precision, GPU-only features,
+size); the task, prompts, rewards and LoRA settings of the recipe stay as they are, so a smoke run
+exercises the same code path as the real one.
+
+`make smoke` (`python -m <package>.smoke`) runs the whole pipeline that way in one process:
+train 2 steps -> merge (with its check) -> infer.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
+import shutil
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from .project import SAMPLE_DATA
+from .project import EXAMPLE_PROMPT, SAMPLE_DATA
 
 logger = logging.getLogger(__name__)
 
@@ -59,3 +67,34 @@ def smoke_arguments() -> list[str]:
     for key, value in SMOKE_OVERRIDES.items():
         args += [f"--{key}", value]
     return args
+
+
+def pipeline(argv: Sequence[str] | None = None) -> list[str]:
+    """Train -> merge -> infer on the tiny model; returns the generated answers."""
+    from . import infer, merge, train
+
+    parser = argparse.ArgumentParser(
+        prog="python -m {{ cookiecutter.package_name }}.smoke",
+        description="Offline end-to-end check: tiny model, train -> merge -> infer, on the CPU.",
+    )
+    parser.add_argument("--config", default="configs/grpo.yaml", help="the recipe to smoke-test")
+    parser.add_argument("--prompt", default=None, help="prompt for the inference step")
+    args, overrides = parser.parse_known_args(argv)
+    shutil.rmtree(SMOKE_OUTPUT_DIR, ignore_errors=True)
+    print(f"smoke 1/3: train 2 steps with {args.config} on the tiny model", flush=True)
+    train.train(["--config", args.config, "--smoke", *overrides])
+    print("smoke 2/3: merge the adapter and check the merged model", flush=True)
+    merged = merge.merge([str(SMOKE_OUTPUT_DIR), "--max-new-tokens", "8"])
+    print("smoke 3/3: generate with the merged model", flush=True)
+    prompt = args.prompt or EXAMPLE_PROMPT
+    return infer.infer(["--model", str(merged), "--prompt", prompt, "--max-new-tokens", "16"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .errors import run
+
+    return run(pipeline, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -127,6 +127,17 @@ def _config(arch: str, tokenizer):
     return AutoConfig.for_model(arch, **common)
 
 
+def _mute_whitespace_tokens(model, tokenizer) -> None:
+    """Zero the (tied) embeddings of whitespace-only tokens: their logit is then 0 while random
+    tokens' maximum is positive, so greedy decoding prints words, not a run of newlines."""
+    import torch
+
+    blank = [i for i in range(len(tokenizer)) if not tokenizer.decode([i]).strip()]
+    blank = [i for i in blank if i not in tokenizer.all_special_ids]
+    with torch.no_grad():
+        model.get_input_embeddings().weight[blank] = 0.0
+
+
 def build_tiny_model(out_dir: Path, arch: str = TINY_ARCH, seed: int = 0) -> Path:
     """Write the tiny model and tokenizer to `out_dir` (created; overwritten if present)."""
     import torch
@@ -137,6 +148,7 @@ def build_tiny_model(out_dir: Path, arch: str = TINY_ARCH, seed: int = 0) -> Pat
     tokenizer = build_tokenizer()
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(_config(arch, tokenizer))
+    _mute_whitespace_tokens(model, tokenizer)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     out_dir = Path(out_dir)

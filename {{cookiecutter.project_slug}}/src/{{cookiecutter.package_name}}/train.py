@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from . import data, modeling, rewards
 from .config import parse_recipe
 from .errors import UserError, run
+from .tasks import TASK
 
 logger = logging.getLogger(__name__)
 
@@ -40,15 +41,18 @@ def check_reward_weights(names: list[str], weights: list[float] | None) -> None:
         )
 
 
-def build_trainer(script_args, training_args, model_args):
+def build_trainer(recipe):
     """Everything up to a ready `GRPOTrainer` (also used by tests and the learning check)."""
     from trl import GRPOTrainer
 
-    rows = data.load_training_rows(script_args)
+    script_args, task_args, training_args, model_args = recipe
+    TASK.configure(task_args)
+    rows = data.load_training_rows(script_args, task_args)
     reward_funcs = rewards.resolve(script_args.reward_funcs)
     check_reward_weights(script_args.reward_funcs, training_args.reward_weights)
+    rewards.configure(max_completion_length=training_args.max_completion_length)
     tokenizer = modeling.load_tokenizer(model_args, training_args.trust_remote_code)
-    rows, stats = data.prepare(rows, tokenizer, script_args)
+    rows, stats = data.prepare(rows, tokenizer, script_args, task_args)
     logger.info("training on %d prompts (%d dropped as too long)", stats.kept, stats.dropped)
     quantization = modeling.model_loading(model_args, training_args)
     try:
@@ -67,9 +71,10 @@ def build_trainer(script_args, training_args, model_args):
 
 def train(argv: Sequence[str] | None = None):
     """Parse the recipe, train, save; returns the trainer."""
-    script_args, training_args, model_args = parse_recipe(argv)
-    trainer = build_trainer(script_args, training_args, model_args)
-    checkpoint = last_checkpoint(training_args.output_dir) if script_args.resume else None
+    recipe = parse_recipe(argv)
+    trainer = build_trainer(recipe)
+    training_args = recipe.training
+    checkpoint = last_checkpoint(training_args.output_dir) if recipe.script.resume else None
     if checkpoint:
         logger.info("resuming from %s", checkpoint)
     trainer.train(resume_from_checkpoint=checkpoint)

@@ -14,12 +14,31 @@ import sys
 from pathlib import Path
 
 from ..errors import UserError
-from .base import REGISTRY, RewardFunc, RewardRange, completion_text, reward
+from .base import (
+    REGISTRY,
+    SETTINGS,
+    RewardFunc,
+    RewardRange,
+    call_like_trl,
+    completion_text,
+    configure,
+    reward,
+)
 
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["REGISTRY", "RewardFunc", "RewardRange", "completion_text", "resolve", "reward"]
+__all__ = [
+    "REGISTRY",
+    "SETTINGS",
+    "RewardFunc",
+    "RewardRange",
+    "call_like_trl",
+    "completion_text",
+    "configure",
+    "resolve",
+    "reward",
+]
 
 
 def resolve(names: list[str]) -> list[RewardFunc]:

@@ -26,7 +26,27 @@ RewardFunc = Callable[..., list[float | None]]
 REGISTRY: dict[str, RewardFunc] = {}
 
 # Keyword arguments TRL passes that are not per-row dataset columns.
-_TRL_EXTRA_KWARGS = {"trainer_state", "log_extra", "log_metric", "environments"}
+_TRL_EXTRA_KWARGS = {"trainer_state", "log_extra", "log_metric", "environments", "completion"}
+# Dataset columns TRL does not pass to rewards (it passes prompts/completions itself).
+TRL_RESERVED_COLUMNS = ("prompt", "completion", "completion_ids")
+
+
+@dataclass
+class RewardSettings:
+    """Run settings some rewards need; `train` sets them from the recipe (`configure`)."""
+
+    max_completion_length: int = 512
+
+
+SETTINGS = RewardSettings()
+
+
+def configure(**values) -> None:
+    """Set reward run settings, e.g. `configure(max_completion_length=1024)`."""
+    for key, value in values.items():
+        if not hasattr(SETTINGS, key):
+            raise AttributeError(f"no reward setting '{key}'")
+        setattr(SETTINGS, key, value)
 
 
 @dataclass(frozen=True)
@@ -57,12 +77,16 @@ def completion_text(completion: Any) -> str:
     return str(completion)
 
 
-def reward(low: float, high: float) -> Callable[[Callable[..., float | None]], RewardFunc]:
-    """Turn a per-completion scorer into a TRL reward function registered under its name.
+def reward(
+    low: float, high: float, batched: bool = False
+) -> Callable[[Callable[..., float | None]], RewardFunc]:
+    """Turn a scorer into a TRL reward function registered under its name.
 
     The scorer receives the completion text first and the row's dataset columns as keyword
-    arguments. Required keyword parameters are checked once per batch: a missing column is a
-    configuration error and raises, while anything a completion triggers is scored `low`.
+    arguments; with `batched=True` it receives lists (all completions and their columns) and
+    returns a list, so it can parallelise. Required keyword parameters are checked once per
+    batch: a missing column is a configuration error and raises, while anything a completion
+    triggers is scored `low`.
     """
     if not low < high:
         raise ValueError(f"reward range must have low < high, got ({low}, {high})")
@@ -85,6 +109,8 @@ def reward(low: float, high: float) -> Callable[[Callable[..., float | None]], R
                 for key, value in kwargs.items()
                 if key not in _TRL_EXTRA_KWARGS and isinstance(value, list) and len(value) == n
             }
+            if batched:
+                return _score_batch(scorer, completions, columns, low, high)
             scores: list[float | None] = []
             for i, completion in enumerate(completions):
                 row = {key: value[i] for key, value in columns.items()}
@@ -114,18 +140,40 @@ def _required_columns(scorer: Callable[..., Any]) -> list[str]:
 _warned: set[str] = set()
 
 
+def _warn_once(scorer: Callable, err: Exception, low: float) -> None:
+    if scorer.__name__ not in _warned:
+        _warned.add(scorer.__name__)
+        logger.warning(
+            "reward %s failed on a completion (%r); scored %s", scorer.__name__, err, low
+        )
+
+
+def _score_batch(scorer, completions, columns, low, high) -> list[float | None]:
+    texts = [completion_text(c) for c in completions]
+    try:
+        values = list(scorer(texts, **columns))
+    except Exception as err:  # a batch must never crash training
+        _warn_once(scorer, err, low)
+        return [low] * len(texts)
+    if len(values) != len(texts):
+        _warn_once(scorer, ValueError(f"{len(values)} scores for {len(texts)} completions"), low)
+        return [low] * len(texts)
+    return [_clean(value, low, high) for value in values]
+
+
 def _score_one(
     scorer: Callable[..., float | None], completion: Any, row: dict, low: float, high: float
 ) -> float | None:
     try:
         value = scorer(completion_text(completion), **row)
     except Exception as err:  # a completion must never crash training
-        if scorer.__name__ not in _warned:
-            _warned.add(scorer.__name__)
-            logger.warning(
-                "reward %s failed on a completion (%r); scored %s", scorer.__name__, err, low
-            )
+        _warn_once(scorer, err, low)
         return low
+    return _clean(value, low, high)
+
+
+def _clean(value, low: float, high: float) -> float | None:
+    """None stays None; anything else becomes a finite float in [low, high] (junk -> low)."""
     if value is None:
         return None
     try:
@@ -135,6 +183,24 @@ def _score_one(
     if not math.isfinite(value):
         return low
     return min(max(value, low), high)
+
+
+def call_like_trl(func: RewardFunc, completions: list[str], rows: list[dict]) -> list:
+    """Call a reward the way GRPOTrainer does: conversational completions, TRL's extra keyword
+    arguments, and every dataset column except the prompt as a list aligned with completions.
+    Used by the reward debug command and the tests."""
+    columns = {
+        key: [row[key] for row in rows] for key in rows[0] if key not in TRL_RESERVED_COLUMNS
+    }
+    return func(
+        prompts=[row.get("prompt", []) for row in rows],
+        completions=[[{"role": "assistant", "content": c}] for c in completions],
+        completion_ids=[None] * len(completions),
+        trainer_state=None,
+        log_extra=lambda *args, **kwargs: None,
+        log_metric=lambda *args, **kwargs: None,
+        **columns,
+    )
 
 
 # --- text helpers used by several tasks -------------------------------------------------------

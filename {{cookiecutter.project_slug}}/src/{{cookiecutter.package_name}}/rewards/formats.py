@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .base import reward
+from .base import SETTINGS, reward
 
 TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 
@@ -43,3 +43,16 @@ def partial_format(completion: str, **row) -> float:
         trailing = completion[end + len("</answer>") :].strip()
         score -= min(0.5, 0.001 * len(trailing))
     return score
+
+
+@reward(low=-1.0, high=0.0)
+def soft_overlong(completion: str, completion_ids=None, **row) -> float:
+    """DAPO's soft overlong punishment: 0 up to the last quarter of max_completion_length, then
+    falling linearly to -1 at the limit (truncated completions). Token counts come from TRL's
+    `completion_ids`; without them (reward debug) they are estimated as characters / 4."""
+    limit = SETTINGS.max_completion_length
+    buffer = max(1, limit // 4)
+    length = len(completion_ids) if completion_ids is not None else len(completion) // 4
+    if length <= limit - buffer:
+        return 0.0
+    return max(-1.0, (limit - buffer - length) / buffer)

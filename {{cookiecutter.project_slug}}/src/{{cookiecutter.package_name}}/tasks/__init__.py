@@ -1,13 +1,23 @@
-"""The task this project trains on: how a data row becomes a prompt, and what a perfect answer is.
+"""The task this project trains on: how a data row becomes a prompt, what the gold answer is, and
+what a perfect completion looks like.
 
-`TASK` is the project's task (chosen when the project was generated). Its reward functions live
-in `rewards/`; the recipe lists which ones train, with their weights.
+`TASK` is the project's task (chosen when the project was generated) and `TaskArguments` its
+recipe fields (a dataclass parsed from `configs/grpo.yaml` with the others). Its reward
+functions live in `rewards/`; the recipe lists which ones train, with their weights.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+
+def _no_columns(task_args) -> dict[str, str]:
+    return {}
+
+
+def _nothing(*args) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -15,23 +25,43 @@ class Task:
     """A task type: the pieces of the pipeline that differ between math, code, JSON, ..."""
 
     name: str
-    # Builds the user message from a data row (`prompt_column` names the column with the question).
-    user_message: Callable[[dict, str], str]
-    # A completion that every reward of the task should score at the top of its range; used by the
+    # Builds the user message from a data row, given the prompt and answer column names.
+    user_message: Callable[[dict, str, str], str]
+    # A completion that every reward of the task scores at the top of its range; used by the
     # reward debug command and the tests ("test each reward on its own before training").
     ideal_completion: Callable[[dict], str]
+    # The gold answer (the answer column's value) as the text rewards receive as `answer`.
+    gold: Callable[[object], str] = str
+    # Extra columns rewards read, as {name rewards see: recipe field naming the source column}.
+    columns: Callable[[object], dict[str, str]] = _no_columns
+    # Applies the task's recipe fields (e.g. sandbox limits, label set) before rewards run.
+    configure: Callable[[object], None] = _nothing
+    # Raises DataError for rows the task cannot use (after the generic column checks); gets
+    # (rows, source name, task arguments, answer column).
+    validate: Callable[[object, str, object, str], None] = _nothing
+    notes: tuple[str, ...] = field(default=())
 
 
-def plain_user_message(row: dict, prompt_column: str) -> str:
+def message_text(value) -> str:
+    """Text of a prompt cell: a string, or the last user message of a chat (list of messages)."""
+    if isinstance(value, list):
+        users = [
+            m.get("content", "") for m in value if isinstance(m, dict) and m.get("role") == "user"
+        ]
+        return str(users[-1] if users else "").strip()
+    return str(value).strip()
+
+
+def plain_user_message(row: dict, prompt_column: str, answer_column: str = "") -> str:
     """The prompt column's text, as is."""
-    return str(row[prompt_column]).strip()
+    return message_text(row[prompt_column])
 
 
 def think_answer(reasoning: str, answer: str) -> str:
-    """A completion in the layout every system prompt asks for."""
+    """A completion in the `<think>...</think><answer>...</answer>` layout."""
     return f"<think>\n{reasoning}\n</think>\n<answer>\n{answer}\n</answer>"
 
 
-from .{{ cookiecutter.task_type }}_task import TASK  # noqa: E402
+from .{{ cookiecutter.task_type }}_task import TASK, TaskArguments  # noqa: E402
 
-__all__ = ["TASK", "Task", "plain_user_message", "think_answer"]
+__all__ = ["TASK", "Task", "TaskArguments", "message_text", "plain_user_message", "think_answer"]

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..rewards.math_rewards import gold_text
 from . import Task, plain_user_message, think_answer
+
+
+@dataclass
+class TaskArguments:
+    """Math needs no recipe fields beyond the common ones."""
 
 
 def ideal_completion(row: dict) -> str:

@@ -1,0 +1,157 @@
+"""Score every reward of the recipe on sample completions before training, one table per reward.
+
+    python -m {{ cookiecutter.package_name }}.reward_debug
+    python -m {{ cookiecutter.package_name }}.reward_debug --completions mine.jsonl
+
+Without `--completions`, each data row's ideal completion (the task's gold answer written in the
+expected format) is scored, and the command fails unless every reward gives every ideal
+completion the top of its range: a reward that cannot be maxed by a perfect answer is a bug.
+With `--completions FILE.jsonl` (lines `{"completion": "...", "row": 3}`; `row` indexes the data
+and defaults to the line number) it scores your completions, e.g. ones sampled from the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import data, rewards
+from .config import DEFAULT_RECIPE, parse_recipe
+from .errors import UserError, run
+from .project import SAMPLE_DATA
+from .tasks import TASK
+
+
+@dataclass(frozen=True)
+class Scores:
+    name: str
+    low: float
+    high: float
+    values: list[float | None]
+
+    @property
+    def applicable(self) -> list[float]:
+        return [v for v in self.values if v is not None]
+
+
+def parse_args(argv: Sequence[str] | None):
+    parser = argparse.ArgumentParser(
+        prog="python -m {{ cookiecutter.package_name }}.reward_debug",
+        description="Score the recipe's rewards on ideal or given completions.",
+    )
+    parser.add_argument("--config", type=Path, default=DEFAULT_RECIPE, help="the recipe")
+    parser.add_argument(
+        "--data", default=SAMPLE_DATA, help=f"dataset or file with the rows (default {SAMPLE_DATA})"
+    )
+    parser.add_argument("--completions", type=Path, help="JSONL of completions to score")
+    parser.add_argument("--limit", type=int, default=8, help="rows shown per table (default 8)")
+    parser.add_argument("--max-rows", type=int, default=64, help="rows scored (default 64)")
+    return parser.parse_args(argv)
+
+
+def load_completions(path: Path, rows: int) -> list[tuple[int, str]]:
+    """(row index, completion) pairs from a JSONL file."""
+    if not path.is_file():
+        raise UserError(f"{path}: file not found")
+    pairs = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise UserError(f"{path} line {number + 1}: invalid JSON ({err.msg})") from err
+        if not isinstance(item, dict) or not isinstance(item.get("completion"), str):
+            raise UserError(f"{path} line {number + 1}: needs a string 'completion'")
+        row = int(item.get("row", number))
+        if not 0 <= row < rows:
+            raise UserError(
+                f"{path} line {number + 1}: row {row} is outside the data (0-{rows - 1})"
+            )
+        pairs.append((row, item["completion"]))
+    if not pairs:
+        raise UserError(f"{path}: no completions")
+    return pairs
+
+
+def score(recipe, rows, pairs: list[tuple[int, str]]) -> list[Scores]:
+    """Call each reward as GRPOTrainer would, on the given (row, completion) pairs."""
+    chosen = [rows[i] for i, _ in pairs]
+    texts = [text for _, text in pairs]
+    results = []
+    names = recipe.script.reward_funcs
+    for name, func in zip(names, rewards.resolve(names), strict=True):
+        values = rewards.call_like_trl(func, texts, chosen)
+        bounds = getattr(func, "reward_range", None)
+        low, high = (bounds.low, bounds.high) if bounds else (float("-inf"), float("inf"))
+        results.append(Scores(name, low, high, list(values)))
+    return results
+
+
+def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
+    """Print the tables; True when (for ideal completions) every reward reached its top."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    ok = True
+    for result in results:
+        table = Table(title=f"{result.name}  (range {result.low:g} .. {result.high:g})")
+        table.add_column("row", justify="right")
+        table.add_column("score", justify="right")
+        table.add_column("completion")
+        for (row, text), value in list(zip(pairs, result.values, strict=True))[:limit]:
+            shown = "n/a" if value is None else f"{value:.3f}"
+            table.add_row(str(row), shown, text.replace("\n", " ")[:90])
+        console.print(table)
+    summary = Table(title="summary")
+    for column in ("reward", "range", "min", "mean", "max", "n/a", "ideal at top"):
+        summary.add_column(column)
+    for result in results:
+        values = result.applicable
+        at_top = bool(values) and all(v == result.high for v in values)
+        if ideal and not at_top:
+            ok = False
+        summary.add_row(
+            result.name,
+            f"{result.low:g} .. {result.high:g}",
+            f"{min(values):.3f}" if values else "-",
+            f"{sum(values) / len(values):.3f}" if values else "-",
+            f"{max(values):.3f}" if values else "-",
+            str(len(result.values) - len(values)),
+            ("yes" if at_top else "NO") if ideal else "-",
+        )
+    console.print(summary)
+    return ok
+
+
+def debug(argv: Sequence[str] | None = None) -> bool:
+    args = parse_args(argv)
+    recipe = parse_recipe(
+        ["--config", str(args.config), "--use_cpu", "true", "--dataset_name", str(args.data)]
+    )
+    TASK.configure(recipe.task)
+    rewards.configure(max_completion_length=recipe.training.max_completion_length)
+    rows = data.load_training_rows(recipe.script, recipe.task)
+    rows = rows.select(range(min(args.max_rows, len(rows))))
+    rows = data.to_conversations(rows, recipe.script, recipe.task)
+    if args.completions:
+        pairs = load_completions(args.completions, len(rows))
+    else:
+        pairs = [(i, TASK.ideal_completion(rows[i])) for i in range(len(rows))]
+    ok = report(score(recipe, rows, pairs), pairs, args.limit, ideal=args.completions is None)
+    if not ok:
+        raise UserError("an ideal completion did not reach the top of a reward's range (see NO)")
+    return ok
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(debug, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""Rewards for your own task. EDIT HERE: replace `exact_answer` with what "correct" means for you.
+
+A reward takes the completion text and the row's columns (keyword arguments named like the
+dataset columns; the gold answer arrives as `answer`) and returns a float in its declared range,
+or None when it does not apply to that row. Register it with `@reward(low, high)`, then list it
+in `reward_funcs` (and a weight in `reward_weights`) in configs/grpo.yaml. Test it on its own
+first: `make reward-debug`.
+"""
+
+from __future__ import annotations
+
+from .base import extract_answer, reward
+
+
+def normalise(text: str) -> str:
+    return " ".join(str(text).split()).strip(" .!").casefold()
+
+
+@reward(low=0.0, high=1.0)
+def exact_answer(completion: str, answer: str, **row) -> float:
+    """1.0 when the `<answer>` block equals the gold answer (case and spacing ignored)."""
+    predicted = extract_answer(completion)
+    if predicted is None:
+        return 0.0
+    return 1.0 if normalise(predicted) == normalise(answer) else 0.0

@@ -1,0 +1,59 @@
+"""Text classification and fact-checking: pick one label from a fixed set."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import UserError
+from ..rewards import classification_rewards
+from ..rewards.classification_rewards import normalise
+from . import Task, message_text, think_answer
+
+DEFAULT_LABELS = ["World", "Sports", "Business", "Sci/Tech"]
+
+
+@dataclass
+class TaskArguments:
+    """Recipe fields of the classification task."""
+
+    labels: list[str] = field(default_factory=lambda: list(DEFAULT_LABELS))
+
+
+def user_message(row: dict, prompt_column: str, answer_column: str) -> str:
+    labels = ", ".join(classification_rewards.LABELS)
+    return f"{message_text(row[prompt_column])}\n\nLabels: {labels}"
+
+
+def ideal_completion(row: dict) -> str:
+    return think_answer("Decide which label fits the text best.", str(row["answer"]))
+
+
+def configure(task_args) -> None:
+    labels = [str(label).strip() for label in task_args.labels]
+    if not labels or any(not label for label in labels):
+        raise UserError("labels must list at least one non-empty label")
+    if len({normalise(label) for label in labels}) != len(labels):
+        raise UserError(f"labels repeat (case-insensitively): {labels}")
+    classification_rewards.configure(labels)
+
+
+def validate(rows, source: str, task_args, answer_column: str) -> None:
+    """Every gold label must be in the label set, or the reward could never be earned."""
+    from ..data import DataError
+
+    known = {normalise(label) for label in task_args.labels}
+    for index, value in enumerate(rows[answer_column]):
+        if normalise(value) not in known:
+            raise DataError(
+                f"{source} row {index + 1}: label {value!r} is not in labels "
+                f"{task_args.labels}; fix the data or the recipe's labels"
+            )
+
+
+TASK = Task(
+    name="classification",
+    user_message=user_message,
+    ideal_completion=ideal_completion,
+    configure=configure,
+    validate=validate,
+)

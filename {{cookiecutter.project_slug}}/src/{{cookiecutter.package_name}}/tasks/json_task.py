@@ -1,0 +1,35 @@
+"""Structured JSON output that follows a JSON Schema given with each row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import Task, message_text
+
+
+@dataclass
+class TaskArguments:
+    """Recipe fields of the JSON task."""
+
+    schema_column: str = "schema"  # column holding each row's JSON Schema (a JSON string)
+
+
+def user_message(row: dict, prompt_column: str, answer_column: str) -> str:
+    schema = row["schema"]
+    return f"{message_text(row[prompt_column])}\n\nJSON Schema:\n{schema}"
+
+
+def ideal_completion(row: dict) -> str:
+    return str(row["answer"]).strip()
+
+
+def columns(task_args) -> dict[str, str]:
+    return {"schema": "schema_column"}
+
+
+TASK = Task(
+    name="json",
+    user_message=user_message,
+    ideal_completion=ideal_completion,
+    columns=columns,
+)

@@ -1,0 +1,83 @@
+"""Classification rewards on golden completions, and the label set coming from the recipe."""
+
+import pytest
+
+from {{ cookiecutter.package_name }}.errors import UserError
+from {{ cookiecutter.package_name }}.rewards import REGISTRY
+from {{ cookiecutter.package_name }}.tasks import TASK, TaskArguments
+
+
+@pytest.fixture(autouse=True)
+def labels():
+    TASK.configure(TaskArguments(labels=["World", "Sports", "Business", "Sci/Tech"]))
+
+
+def score(name, completion, **columns):
+    return REGISTRY[name]([completion], **{k: [v] for k, v in columns.items()})[0]
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ("<answer>Sports</answer>", 1.0),
+        ("<think>a match</think>\n<answer> sports </answer>", 1.0),
+        ("<answer>SPORTS</answer>", 1.0),
+        ("<answer>World</answer>", 0.0),
+        ("Sports", 0.0),  # no answer tag
+        ("<answer>Sports</answer><answer>World</answer>", 0.0),  # the last answer counts
+    ],
+)
+def test_label_correctness(completion, expected):
+    assert score("label_correctness", completion, answer="Sports") == expected
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ("<answer>Business</answer>", 1.0),
+        ("<answer>sci/tech</answer>", 1.0),
+        ("<answer>Politics</answer>", 0.0),
+        ("no tag", 0.0),
+    ],
+)
+def test_label_in_set(completion, expected):
+    assert score("label_in_set", completion) == expected
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ("<answer>World</answer>", 1.0),
+        ("Because of the election.\n<answer>World</answer>\n", 1.0),
+        ("<think>x</think><answer>World</answer>", 1.0),
+        ("<answer>World</answer> done", 0.5),
+        ("<answer>World\nSports</answer>", 0.5),
+        ("World", 0.0),
+        ("<answer>World</answer><answer>World</answer>", 0.0),
+    ],
+)
+def test_answer_tag_format(completion, expected):
+    assert score("answer_tag_format", completion) == expected
+
+
+def test_labels_come_from_the_recipe():
+    TASK.configure(TaskArguments(labels=["SUPPORTED", "REFUTED"]))
+    assert score("label_in_set", "<answer>refuted</answer>") == 1.0
+    assert score("label_in_set", "<answer>World</answer>") == 0.0
+
+
+def test_bad_label_sets_are_refused():
+    with pytest.raises(UserError, match="repeat"):
+        TASK.configure(TaskArguments(labels=["Yes", "yes"]))
+    with pytest.raises(UserError, match="at least one"):
+        TASK.configure(TaskArguments(labels=[]))
+
+
+def test_a_gold_label_outside_the_set_is_a_data_error(tmp_path, recipe):
+    from {{ cookiecutter.package_name }} import data
+
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"text": "a", "label": "World"}\n{"text": "b", "label": "Weather"}\n')
+    script = type(recipe.script)(**{**vars(recipe.script), "dataset_name": str(path)})
+    with pytest.raises(data.DataError, match="row 2: label 'Weather' is not in labels"):
+        data.load_training_rows(script, recipe.task)
