@@ -6,6 +6,7 @@ cookiecutter removes the half-made project folder.
 
 from __future__ import annotations
 
+import dataclasses
 import keyword
 import math
 import re
@@ -70,15 +71,18 @@ class Answers:
     gpu_tier: str
     backend: str
     tracker: str
+    num_gpus: str = "1"
+    num_nodes: str = "1"
 
     @classmethod
     def from_context(cls, context: dict) -> Answers:
         """Pick the answers out of cookiecutter's context (extra keys are ignored)."""
         fields = cls.__dataclass_fields__
-        missing = [name for name in fields if name not in context]
+        required = [n for n, f in fields.items() if f.default is dataclasses.MISSING]
+        missing = [name for name in required if name not in context]
         if missing:
             raise AnswerError(f"missing answers: {', '.join(missing)}")
-        return cls(**{name: str(context[name]).strip() for name in fields})
+        return cls(**{name: str(context[name]).strip() for name in fields if name in context})
 
     @cached_property
     def model_spec(self) -> ModelSpec:
@@ -88,7 +92,9 @@ class Answers:
 
     @property
     def tier(self) -> tiers.Tier:
-        return tiers.TIERS[self.gpu_tier]
+        """The tier, sized by num_gpus/num_nodes for the multi-GPU tiers."""
+        tier = tiers.TIERS[self.gpu_tier]
+        return tier.scaled(int(self.num_gpus), int(self.num_nodes)) if tier.scalable else tier
 
     @property
     def task(self) -> tasks.TaskSpec:
@@ -150,6 +156,25 @@ def check_model(answers: Answers) -> None:
         )
 
 
+def _count(name: str, value: str, low: int, high: int) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = low - 1
+    if not low <= number <= high:
+        raise AnswerError(f"{name} {value!r} must be a whole number from {low} to {high}")
+    return number
+
+
+def check_scale(answers: Answers) -> None:
+    """GPU and node counts matter only for the multi-GPU tiers (and are checked only there)."""
+    if answers.gpu_tier == "multi-gpu":
+        _count("num_gpus", answers.num_gpus, 2, tiers.MAX_GPUS_PER_NODE)
+    if answers.gpu_tier == "multi-node":
+        _count("num_gpus", answers.num_gpus, 1, tiers.MAX_GPUS_PER_NODE)
+        _count("num_nodes", answers.num_nodes, 2, tiers.MAX_NODES)
+
+
 def validate(context: dict) -> Answers:
     """All checks, cheapest first; returns the answers with a plan that fits."""
     answers = Answers.from_context(context)
@@ -159,6 +184,7 @@ def validate(context: dict) -> Answers:
     _choice("gpu_tier", answers.gpu_tier, tiers.TIERS)
     _choice("backend", answers.backend, BACKENDS)
     _choice("tracker", answers.tracker, TRACKERS)
+    check_scale(answers)
     try:
         answers.plan  # noqa: B018 - computing the plan is the check
     except DoesNotFit as err:

@@ -23,29 +23,39 @@ def _task_files(task: str, *extra: str) -> tuple[str, ...]:
     )
 
 
-VARIANT_FILES: dict[tuple[str, str], tuple[str, ...]] = {
-    ("task_type", "math"): _task_files("math"),
-    ("task_type", "code"): _task_files(
-        "code", "src/{pkg}/sandbox.py", "src/{pkg}/sandbox_harness.py", "tests/test_sandbox.py"
+MULTI_GPU = ("multi-gpu", "multi-node")
+ACCELERATE = tuple(f"configs/accelerate/{name}.yaml" for name in ("ddp", "zero2", "zero3", "fsdp2"))
+
+# (question, answers that keep the files, files relative to the project root; {pkg} = package).
+VARIANTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("task_type", ("math",), _task_files("math")),
+    (
+        "task_type",
+        ("code",),
+        _task_files(
+            "code", "src/{pkg}/sandbox.py", "src/{pkg}/sandbox_harness.py", "tests/test_sandbox.py"
+        ),
     ),
-    ("task_type", "json"): _task_files("json"),
-    ("task_type", "classification"): _task_files("classification"),
-    ("task_type", "custom"): _task_files("custom"),
-}
+    ("task_type", ("json",), _task_files("json")),
+    ("task_type", ("classification",), _task_files("classification")),
+    ("task_type", ("custom",), _task_files("custom")),
+    ("gpu_tier", MULTI_GPU, (*ACCELERATE, "src/{pkg}/launch.py", "tests/test_launch.py")),
+    ("gpu_tier", ("multi-node",), ("scripts/multinode.sbatch",)),
+)
 
 
 def variant_paths(answers: Answers) -> tuple[set[str], set[str]]:
     """(files to keep, files to delete) among the variant files."""
     keep, drop = set(), set()
-    for (question, value), paths in VARIANT_FILES.items():
-        chosen = getattr(answers, question) == value
+    for question, values, paths in VARIANTS:
+        chosen = getattr(answers, question) in values
         for path in paths:
             (keep if chosen else drop).add(path.format(pkg=answers.package_name))
     return keep, drop - keep
 
 
 def prune(project_dir: Path, answers: Answers) -> list[str]:
-    """Delete the files of options not chosen; returns what was removed."""
+    """Delete the files of options not chosen (and folders left empty); returns what went."""
     _, drop = variant_paths(answers)
     removed = []
     for relative in sorted(drop):
@@ -53,4 +63,7 @@ def prune(project_dir: Path, answers: Answers) -> list[str]:
         if path.exists():
             path.unlink()
             removed.append(relative)
+    for folder in sorted({(project_dir / r).parent for r in removed}, reverse=True):
+        if folder != project_dir and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
     return removed

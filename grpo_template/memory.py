@@ -10,7 +10,8 @@ A first-order model, good enough to pick a configuration that fits and to refuse
   one layer's intermediates; without it every layer's intermediates (FlashAttention/SDPA, so no
   sequence^2 term; TRL's fused LM head never materialises the full logits);
 * generation KV cache for the whole per-process generation batch (transformers `generate`), or the
-  fixed share vLLM reserves when it is colocated;
+  fixed share vLLM reserves when it is colocated (nothing when a vLLM server on other GPUs
+  generates);
 * a reference model copy only when `beta > 0` and the model is fully fine-tuned;
 * CUDA context plus 10% allocator fragmentation.
 
@@ -45,6 +46,7 @@ class TrainingShape:
     lora_r: int = 0
     beta: float = 0.0
     vllm_reserved_bytes: float = 0.0  # colocated vLLM's share of the GPU
+    generation_elsewhere: bool = False  # a vLLM server on other GPUs generates
     on_gpu: bool = True
     weight_shards: int = 1  # ZeRO-3 / FSDP: processes sharing the weights
     state_shards: int = 1  # ZeRO-2/3 / FSDP: processes sharing gradients and optimizer state
@@ -152,7 +154,7 @@ def estimate(model: ModelSpec, shape: TrainingShape) -> MemoryEstimate:
     optimizer = trainable * optimizer_bytes_per_param(shape) / shape.state_shards
     activations = activation_bytes(model, shape)
     generation = 0.0
-    if shape.vllm_reserved_bytes == 0:
+    if shape.vllm_reserved_bytes == 0 and not shape.generation_elsewhere:
         generation = kv_cache_bytes(
             model,
             shape.generation_batch,

@@ -39,6 +39,8 @@ def questions() -> dict:
         "custom_model_params_b": "{{ '7' if " + custom + " else '0' }}",
         "task_type": _first(tasks.DEFAULT_TASK, tasks.TASKS),
         "gpu_tier": _first(tiers.DEFAULT_TIER, tiers.TIERS),
+        "num_gpus": "{{ '8' if cookiecutter.gpu_tier in ('multi-gpu', 'multi-node') else '1' }}",
+        "num_nodes": "{{ '2' if cookiecutter.gpu_tier == 'multi-node' else '1' }}",
         "backend": list(answers.BACKENDS),
         "tracker": list(answers.TRACKERS),
         "_extensions": ["grpo_template.jinja.GrpoExtension"],
@@ -62,6 +64,8 @@ def questions() -> dict:
                 "__prompt__": "GPU tier (memory per GPU)",
                 **{t.name: t.label for t in tiers.TIERS.values()},
             },
+            "num_gpus": "GPUs per node (multi-gpu and multi-node tiers only)",
+            "num_nodes": "Number of nodes (multi-node tier only)",
             "backend": {
                 "__prompt__": "Training backend",
                 "transformers": "Transformers + TRL + PEFT",

@@ -152,6 +152,7 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
                 plan.max_completion_length,
                 _completion_comment(plan),
             ),
+            *_vllm_entries(plan),
             Entry(
                 "beta", 0.0, "no KL term (TRL default); 0.001-0.04 keeps the policy near the base"
             ),
@@ -203,6 +204,43 @@ def render(plan: Plan, tracker: str, header: str) -> str:
 def values(plan: Plan, tracker: str) -> dict:
     """The recipe as a dict (what `yaml.safe_load` of the rendered file must give)."""
     return {e.key: e.value for s in sections(plan, tracker) for e in s.entries}
+
+
+def _vllm_entries(plan: Plan) -> list[Entry]:
+    """Generation with vLLM: colocated on each training GPU, or a server on GPUs of its own."""
+    if not plan.use_vllm:
+        return [Entry("use_vllm", False, "generate with transformers (vLLM does not fit here)")]
+    entries = [
+        Entry("use_vllm", True, "fast generation with vLLM: pip install -e '.[gpu]'"),
+        Entry("vllm_mode", plan.vllm_mode, _vllm_mode_comment(plan)),
+    ]
+    if plan.vllm_mode == "colocate":
+        entries.append(
+            Entry(
+                "vllm_gpu_memory_utilization",
+                plan.vllm_gpu_memory_utilization,
+                "share of each GPU vLLM reserves: bf16 weights + KV cache of one round",
+            )
+        )
+        entries.append(
+            Entry("vllm_max_model_length", plan.vllm_max_model_length, "prompt + completion tokens")
+        )
+    else:
+        entries += [
+            Entry(
+                "vllm_server_host", "127.0.0.1", "the server `python -m <package>.launch` starts"
+            ),
+            Entry("vllm_server_port", 8000, "its port"),
+            Entry("vllm_server_timeout", 600.0, "seconds to wait for it to load the model"),
+        ]
+    return entries
+
+
+def _vllm_mode_comment(plan: Plan) -> str:
+    if plan.vllm_mode == "server":
+        gpus = plan.vllm_server_gpus
+        return f"a vLLM server on {gpus} GPU(s), training on the other {plan.processes}"
+    return "vLLM shares each training GPU"
 
 
 def _model_comment(plan: Plan) -> str:

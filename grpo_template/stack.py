@@ -26,6 +26,14 @@ TRACKER_PACKAGES = {"none": (), "tensorboard": ("tensorboard>=2.18",)}
 
 DEV = ("pytest>=8", "hypothesis>=6.100", "ruff>=0.15")
 
+# GPU-only extras (`pip install -e ".[gpu]"`): what the tuned recipe uses on the GPU.
+# vLLM 0.30.0 is the newest release inside TRL 1.16's range (0.22-0.31) whose requirements admit
+# transformers 5.24 and torch 2.13 (0.31 caps transformers below 5.18); a pip resolution
+# (`tests/test_stack.py`, slow) proves the set installs together.
+VLLM = "vllm==0.30.0"
+BITSANDBYTES = "bitsandbytes>=0.45,<0.51"
+DEEPSPEED = "deepspeed>=0.18.6,<0.20"
+
 # What a CPU-only machine installs first, so that pip does not fetch a multi-GB CUDA build.
 CPU_TORCH = "torch==2.13.0"
 
@@ -34,3 +42,15 @@ def dependencies(backend: str, tracker: str, extra: tuple[str, ...] = ()) -> lis
     """The project's requirements: backend stack, common tools, tracker, task extras."""
     stack = {"transformers": TRANSFORMERS_STACK}[backend]
     return [*stack, *COMMON, *TRACKER_PACKAGES[tracker], *extra]
+
+
+def gpu_dependencies(plan) -> list[str]:
+    """GPU-only packages the plan needs: vLLM, bitsandbytes (4-bit / 8-bit Adam), DeepSpeed."""
+    needs = []
+    if plan.use_vllm:
+        needs.append(VLLM)
+    if plan.mode == "qlora" or "8bit" in plan.optim:
+        needs.append(BITSANDBYTES)
+    if plan.distributed.startswith("zero"):
+        needs.append(DEEPSPEED)
+    return needs

@@ -1,21 +1,27 @@
 """From (model, tier, backend, task) to a GRPO configuration that fits, or a clear refusal.
 
 The search keeps the training signal first: it tries the tier's target number of generations and
-completion length in every fine-tuning mode (full, LoRA, QLoRA) and micro-batch size, and only
-then gives up generations or length. A configuration is accepted when the memory model's peak
-stays under `HEADROOM` of the device. Every accepted plan satisfies GRPO's batch arithmetic.
+completion length in every fine-tuning mode (full, LoRA, QLoRA), distribution strategy (DDP,
+ZeRO-2, ZeRO-3 on several GPUs) and micro-batch size, with vLLM generation where the tier uses
+it, and only then gives up vLLM, generations or length (each compromise is noted in the recipe).
+A configuration is accepted when the memory model's peak stays under `HEADROOM` of the device.
+Every accepted plan satisfies GRPO's batch arithmetic across processes: each process handles a
+whole number of groups (prompts x `num_generations`) per optimizer step.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from . import memory
 from .catalog import ModelSpec
+from .memory import GIB
 from .tasks import TaskSpec
 from .tiers import TIERS, Tier
 
 HEADROOM = 0.92  # fraction of the device an estimate may use
+VLLM_OVERHEAD_BYTES = 2 * GIB  # vLLM's own activations, CUDA graphs and sampler buffers
 
 
 @dataclass(frozen=True)
@@ -23,22 +29,24 @@ class TierPolicy:
     """What a tier aims for before memory forces a compromise."""
 
     num_generations: int
-    prompts_per_step: int  # prompts (groups) per optimizer step
+    groups_per_process: int  # prompts (groups of completions) per process per optimizer step
     length_scale: float  # multiplies the task's typical completion length
     lora_r: int
-    allow_full: bool  # full fine-tuning is considered (small models only)
+    full_max_params: float  # full fine-tuning is considered up to this size (0: never)
 
 
 POLICIES: dict[str, TierPolicy] = {
-    "cpu": TierPolicy(4, 1, 0.5, 16, False),
-    "16GB": TierPolicy(4, 1, 1.0, 16, False),
-    "24GB": TierPolicy(8, 1, 1.0, 32, False),
-    "48GB": TierPolicy(8, 2, 1.5, 64, True),
-    "80GB": TierPolicy(8, 4, 2.0, 64, True),
-    "141GB": TierPolicy(16, 4, 2.0, 64, True),
+    "cpu": TierPolicy(4, 1, 0.5, 16, 0),
+    "16GB": TierPolicy(4, 1, 1.0, 16, 0),
+    "24GB": TierPolicy(8, 1, 1.0, 32, 0),
+    "48GB": TierPolicy(8, 2, 1.5, 64, 2.0e9),
+    "80GB": TierPolicy(8, 4, 2.0, 64, 2.0e9),
+    "141GB": TierPolicy(16, 4, 2.0, 64, 2.0e9),
+    "multi-gpu": TierPolicy(8, 2, 2.0, 64, 9.0e9),
+    "multi-node": TierPolicy(8, 2, 2.0, 64, 9.0e9),
 }
-FULL_FINETUNE_MAX_PARAMS = 2.0e9  # above this, LoRA learns nearly as well for far less memory
 LEARNING_RATE = {"full": 1e-6, "lora": 1e-5, "qlora": 1e-5}  # LoRA needs ~10x the full-FT rate
+STRATEGIES = ("ddp", "zero2", "zero3")
 
 
 @dataclass(frozen=True)
@@ -62,11 +70,20 @@ class Plan:
     lora_r: int
     lora_alpha: int
     memory: memory.MemoryEstimate
+    processes: int = 1  # training processes in total (one per training GPU)
+    distributed: str = "none"  # none, ddp, zero2, zero3
+    vllm_mode: str | None = None  # None (transformers generate), colocate or server
+    vllm_gpu_memory_utilization: float = 0.0  # colocate: share of each GPU vLLM takes
+    vllm_server_gpus: int = 0  # server: GPUs set aside for the vLLM server
     notes: tuple[str, ...] = field(default=())
 
     @property
-    def processes(self) -> int:
-        return self.tier.processes
+    def use_vllm(self) -> bool:
+        return self.vllm_mode is not None
+
+    @property
+    def vllm_max_model_length(self) -> int:
+        return self.max_prompt_tokens + self.max_completion_length
 
     @property
     def generation_batch_size(self) -> int:
@@ -96,36 +113,33 @@ def modes_for(model: ModelSpec, tier: Tier, policy: TierPolicy) -> list[str]:
     if not tier.is_gpu:
         return ["lora"]
     modes = ["lora", "qlora"]
-    if policy.allow_full and tier.bf16 and model.params <= FULL_FINETUNE_MAX_PARAMS:
+    if tier.bf16 and model.params <= policy.full_max_params:
         modes.insert(0, "full")
     return modes
 
 
-def optimizer_for(mode: str, tier: Tier) -> str:
+def optimizer_for(mode: str, tier: Tier, sharded: bool) -> str:
     if not tier.is_gpu:
         return "adamw_torch"
-    if mode == "full" and tier.memory_gib < 70:
+    if mode == "full" and tier.memory_gib < 70 and not sharded:
         return "adamw_8bit"  # bitsandbytes: 2 bytes of state per parameter instead of 4
     return "adamw_torch_fused"
 
 
+def server_gpus(model: ModelSpec, tier: Tier) -> int:
+    """GPUs the vLLM server needs for the model's bf16 weights (tensor parallel if > 1)."""
+    return max(1, math.ceil(model.params * 2 * 1.3 / (0.9 * tier.memory_bytes)))
+
+
+def vllm_share(model: ModelSpec, tier: Tier, sequences: int, tokens: int) -> float:
+    """gpu_memory_utilization for a colocated vLLM: bf16 weights, the KV cache of one
+    generation round, and vLLM's own overhead, with 10% slack, in steps of 0.05."""
+    need = model.params * 2 + memory.kv_cache_bytes(model, sequences, tokens) + VLLM_OVERHEAD_BYTES
+    return min(0.9, max(0.1, math.ceil(need * 1.1 / tier.memory_bytes * 20) / 20))
+
+
 def _round_tokens(n: float) -> int:
     return max(64, int(round(n / 64)) * 64)
-
-
-def _shape(mode, dtype, optim, batch, generation_batch, prompt, completion, lora_r, tier):
-    return memory.TrainingShape(
-        mode=mode,
-        dtype=dtype,
-        optim=optim,
-        per_device_batch=batch,
-        generation_batch=generation_batch,
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        gradient_checkpointing=tier.is_gpu,
-        lora_r=lora_r if mode != "full" else 0,
-        on_gpu=tier.is_gpu,
-    )
 
 
 def plan(model: ModelSpec, tier: Tier, task: TaskSpec, backend: str = "transformers") -> Plan:
@@ -139,56 +153,112 @@ def plan(model: ModelSpec, tier: Tier, task: TaskSpec, backend: str = "transform
 def _search(model: ModelSpec, tier: Tier, task: TaskSpec, backend: str):
     """(the first plan that fits or None, the smallest estimate seen)."""
     policy = POLICIES[tier.name]
-    dtype = dtype_for(tier)
     budget = tier.memory_bytes * HEADROOM
     thinking = 2 if model.thinking else 1
-    target_completion = _round_tokens(task.completion_tokens * policy.length_scale * thinking)
-    target_completion = min(target_completion, model.context - task.prompt_tokens)
-    prompt = task.prompt_tokens
+    target = _round_tokens(task.completion_tokens * policy.length_scale * thinking)
+    target = min(target, model.context - task.prompt_tokens)
+    vllm_modes = [tier.vllm, None] if tier.vllm and backend == "transformers" else [None]
     smallest = None
-    for generations, completion, note in _quality_levels(policy, target_completion):
-        generation_batch = generations * policy.prompts_per_step  # per process
-        for mode in modes_for(model, tier, policy):
-            optim = optimizer_for(mode, tier)
-            for batch in _micro_batches(generation_batch, generations):
-                shape = _shape(
-                    mode,
-                    dtype,
-                    optim,
-                    batch,
-                    generation_batch,
-                    prompt,
-                    completion,
-                    policy.lora_r,
-                    tier,
-                )
-                estimate = memory.estimate(model, shape)
+    for generations, completion, quality_note in _quality_levels(policy, target):
+        for vllm_mode in vllm_modes:
+            for candidate in _candidates(
+                model, tier, task, policy, generations, completion, vllm_mode
+            ):
+                estimate = memory.estimate(model, candidate["shape"])
                 if smallest is None or estimate.peak < smallest.peak:
                     smallest = estimate
                 if estimate.peak <= budget:
-                    notes = (note,) if note else ()
-                    found = Plan(
-                        model=model,
-                        tier=tier,
-                        task=task,
-                        backend=backend,
-                        mode=mode,
-                        dtype=dtype,
-                        per_device_train_batch_size=batch,
-                        gradient_accumulation_steps=generation_batch // batch,
-                        num_generations=generations,
-                        max_completion_length=completion,
-                        max_prompt_tokens=prompt,
-                        gradient_checkpointing=shape.gradient_checkpointing,
-                        optim=optim,
-                        learning_rate=LEARNING_RATE[mode],
-                        lora_r=policy.lora_r,
-                        lora_alpha=2 * policy.lora_r,
-                        memory=estimate,
-                        notes=notes,
-                    )
-                    return found, smallest
+                    notes = [n for n in (quality_note, candidate["note"]) if n]
+                    if tier.vllm and backend == "transformers" and vllm_mode is None:
+                        notes.append(
+                            "vLLM is off: its copy of the weights does not fit beside training"
+                        )
+                    return _plan(
+                        model, tier, task, backend, policy, candidate, estimate, notes
+                    ), smallest
     return None, smallest
+
+
+def _candidates(model, tier, task, policy, generations, completion, vllm_mode):
+    """Configurations in order of preference at one quality level."""
+    dtype = dtype_for(tier)
+    reserved_gpus = server_gpus(model, tier) if vllm_mode == "server" else 0
+    processes = max(1, tier.gpus - reserved_gpus)
+    per_process = generations * policy.groups_per_process  # completions per process per step
+    tokens = task.prompt_tokens + completion
+    strategies = STRATEGIES if processes > 1 else ("none",)
+    for mode in modes_for(model, tier, policy):
+        for strategy in strategies:
+            if strategy != "ddp" and processes > 1 and mode != "full" and strategy != "zero3":
+                continue  # adapters are tiny: sharding their state buys nothing
+            weight_shards = processes if strategy == "zero3" else 1
+            state_shards = processes if strategy in ("zero2", "zero3") else 1
+            optim = optimizer_for(mode, tier, sharded=state_shards > 1)
+            for batch in _divisors(per_process):
+                share = (
+                    vllm_share(model, tier, per_process, tokens) if vllm_mode == "colocate" else 0.0
+                )
+                shape = memory.TrainingShape(
+                    mode=mode,
+                    dtype=dtype,
+                    optim=optim,
+                    per_device_batch=batch,
+                    generation_batch=per_process,
+                    prompt_tokens=task.prompt_tokens,
+                    completion_tokens=completion,
+                    gradient_checkpointing=tier.is_gpu,
+                    lora_r=policy.lora_r if mode != "full" else 0,
+                    vllm_reserved_bytes=share * tier.memory_bytes
+                    if vllm_mode == "colocate"
+                    else 0.0,
+                    generation_elsewhere=vllm_mode == "server",
+                    on_gpu=tier.is_gpu,
+                    weight_shards=weight_shards,
+                    state_shards=state_shards,
+                )
+                yield {
+                    "shape": shape,
+                    "mode": mode,
+                    "optim": optim,
+                    "batch": batch,
+                    "accumulation": per_process // batch,
+                    "generations": generations,
+                    "completion": completion,
+                    "processes": processes,
+                    "distributed": strategy,
+                    "vllm_mode": vllm_mode,
+                    "vllm_share": share,
+                    "server_gpus": reserved_gpus,
+                    "note": "",
+                }
+
+
+def _plan(model, tier, task, backend, policy, c, estimate, notes) -> Plan:
+    return Plan(
+        model=model,
+        tier=tier,
+        task=task,
+        backend=backend,
+        mode=c["mode"],
+        dtype=dtype_for(tier),
+        per_device_train_batch_size=c["batch"],
+        gradient_accumulation_steps=c["accumulation"],
+        num_generations=c["generations"],
+        max_completion_length=c["completion"],
+        max_prompt_tokens=task.prompt_tokens,
+        gradient_checkpointing=tier.is_gpu,
+        optim=c["optim"],
+        learning_rate=LEARNING_RATE[c["mode"]],
+        lora_r=policy.lora_r,
+        lora_alpha=2 * policy.lora_r,
+        memory=estimate,
+        processes=c["processes"],
+        distributed=c["distributed"],
+        vllm_mode=c["vllm_mode"],
+        vllm_gpu_memory_utilization=c["vllm_share"],
+        vllm_server_gpus=c["server_gpus"],
+        notes=tuple(notes),
+    )
 
 
 def _quality_levels(policy: TierPolicy, completion: int):
@@ -208,20 +278,20 @@ def _quality_levels(policy: TierPolicy, completion: int):
         )
 
 
-def _micro_batches(generation_batch: int, generations: int):
-    """Micro-batch sizes that divide the generation batch, largest first."""
-    return [b for b in range(generation_batch, 0, -1) if generation_batch % b == 0]
+def _divisors(n: int) -> list[int]:
+    """Micro-batch sizes that divide the per-process generation batch, largest first."""
+    return [b for b in range(n, 0, -1) if n % b == 0]
 
 
 def _refusal(model: ModelSpec, tier: Tier, task: TaskSpec, backend: str, smallest) -> str:
+    from .catalog import CATALOG
+
     need = f"{smallest.peak_gib:.1f} GiB" if smallest else "more than available"
     bigger = [
         t.name
         for t in TIERS.values()
-        if t.memory_gib > tier.memory_gib and _fits(model, t, task, backend)
+        if t.memory_gib > tier.memory_gib and not t.scalable and _fits(model, t, task, backend)
     ]
-    from .catalog import CATALOG
-
     smaller = [
         m.hub_id
         for m in CATALOG.values()
@@ -233,11 +303,11 @@ def _refusal(model: ModelSpec, tier: Tier, task: TaskSpec, backend: str, smalles
         options.append(f"a bigger tier ({', '.join(bigger)})")
     if smaller:
         options.append(f"a smaller model (e.g. {smaller[-1]})")
-    fix = " or ".join(options) if options else "a bigger machine"
+    fix = " or ".join(options) if options else "a bigger machine (multi-gpu or multi-node)"
     budget = tier.memory_gib * HEADROOM
     return (
         f"{what}: even the smallest configuration (QLoRA where available, micro-batch 1, "
-        f"4 generations) needs ~{need} of {budget:.1f} GiB usable; choose {fix}"
+        f"4 generations) needs ~{need} of {budget:.1f} GiB usable per device; choose {fix}"
     )
 
 

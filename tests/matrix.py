@@ -25,6 +25,10 @@ CUSTOM = {
 }
 
 
+# What cookiecutter's defaults give the multi-GPU tiers (num_gpus/num_nodes are asked for them).
+SCALE = {"multi-gpu": {"num_gpus": "8"}, "multi-node": {"num_gpus": "8", "num_nodes": "2"}}
+
+
 def combinations() -> list[dict]:
     trackers = itertools.cycle(answers.TRACKERS)
     combos = []
@@ -40,6 +44,7 @@ def combinations() -> list[dict]:
                 "task_type": task,
                 "backend": backend,
                 "tracker": next(trackers),
+                **SCALE.get(tier, {}),
             }
         )
     return combos

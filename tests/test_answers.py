@@ -57,6 +57,10 @@ def test_defaults_are_valid():
         ({"backend": "jax"}, "backend"),
         ({"tracker": "mlflow"}, "tracker"),
         ({"model": "Qwen/Qwen3-8B", "gpu_tier": "cpu"}, "does not fit the cpu tier"),
+        ({"gpu_tier": "multi-gpu", "num_gpus": "1"}, "num_gpus '1' must be a whole number from 2"),
+        ({"gpu_tier": "multi-gpu", "num_gpus": "eight"}, "num_gpus"),
+        ({"gpu_tier": "multi-gpu", "num_gpus": "64"}, "num_gpus"),
+        ({"gpu_tier": "multi-node", "num_gpus": "8", "num_nodes": "1"}, "num_nodes"),
     ],
 )
 def test_bad_answers_are_refused_with_a_clear_message(changes, message):
@@ -79,3 +83,11 @@ def test_custom_model_is_accepted_with_an_id_and_size():
     )
     assert answers.model_spec.estimated
     assert answers.plan.model.hub_id == "mistralai/Mistral-7B-Instruct-v0.3"
+
+
+def test_gpu_counts_only_matter_for_the_multi_gpu_tiers():
+    assert check(num_gpus="not a number").plan.processes == 1
+    multi = check(gpu_tier="multi-gpu", num_gpus="4").plan
+    assert multi.vllm_mode == "server" and multi.processes + multi.vllm_server_gpus == 4
+    nodes = check(gpu_tier="multi-node", num_gpus="8", num_nodes="4").plan
+    assert nodes.processes == 32 and nodes.vllm_mode == "colocate"

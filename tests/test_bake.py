@@ -21,8 +21,10 @@ BASE_FILES = {
     "src/{pkg}/__init__.py",
     "src/{pkg}/config.py",
     "src/{pkg}/data.py",
+    "src/{pkg}/doctor.py",
     "src/{pkg}/errors.py",
     "src/{pkg}/generation.py",
+    "src/{pkg}/gpu_check.py",
     "src/{pkg}/infer.py",
     "src/{pkg}/merge.py",
     "src/{pkg}/modeling.py",
@@ -38,6 +40,7 @@ BASE_FILES = {
     "src/{pkg}/train.py",
     "tests/conftest.py",
     "tests/test_data.py",
+    "tests/test_doctor.py",
     "tests/test_pipeline.py",
     "tests/test_recipe.py",
     "tests/test_reward_fuzz.py",
@@ -60,8 +63,22 @@ TASK_FILES["code"] |= {
 LEFTOVER = re.compile(r"\{\{|\{%|\{#|(?<![.\w])cookiecutter\.(?!json)")
 
 
+MULTI_GPU_FILES = {
+    "configs/accelerate/ddp.yaml",
+    "configs/accelerate/zero2.yaml",
+    "configs/accelerate/zero3.yaml",
+    "configs/accelerate/fsdp2.yaml",
+    "src/{pkg}/launch.py",
+    "tests/test_launch.py",
+}
+TIER_FILES = {
+    "multi-gpu": MULTI_GPU_FILES,
+    "multi-node": MULTI_GPU_FILES | {"scripts/multinode.sbatch"},
+}
+
+
 def expected_files(combo) -> set[str]:
-    files = BASE_FILES | TASK_FILES[combo["task_type"]]
+    files = BASE_FILES | TASK_FILES[combo["task_type"]] | TIER_FILES.get(combo["gpu_tier"], set())
     return {f.format(pkg=combo["package_name"]) for f in files}
 
 

@@ -12,7 +12,7 @@ from conftest import ROOT, SHARED, assert_ok, bake_ok, run_in
 pytestmark = pytest.mark.slow
 
 TASKS = ("math", "code", "json", "classification", "custom")
-TIERS = ("24GB", "cpu", "16GB", "48GB", "80GB", "141GB")
+TIERS = ("24GB", "cpu", "16GB", "48GB", "80GB", "141GB", "multi-gpu", "multi-node")
 # Every task with every tier (other answers at their defaults): `make test` and `make smoke`.
 GRID = {f"{task}-{tier}": {"task_type": task, "gpu_tier": tier} for task in TASKS for tier in TIERS}
 # One model of every other architecture family (different LoRA targets, a multimodal tower, a
@@ -32,8 +32,8 @@ FAMILIES = {
 }
 
 
-def make(project: Path, target: str, python: str = sys.executable, env: dict | None = None):
-    return run_in(project, "make", target, f"PYTHON={python}", timeout=900, env=env)
+def make(project: Path, target: str, python: str = sys.executable, env=None, extra=()):
+    return run_in(project, "make", target, f"PYTHON={python}", *extra, timeout=900, env=env)
 
 
 def check_smoke_output(project: Path, result) -> None:
@@ -52,7 +52,12 @@ def test_default_project_lint(default_project):
 @pytest.mark.parametrize("variant", list(GRID))
 def test_every_task_and_tier_passes_make_test_and_make_smoke(cookies, variant):
     project = bake_ok(cookies, **GRID[variant])
-    assert_ok(make(project, "test"))
+    # The 2-process distributed test (10 s of start-up) runs in the default and multi-GPU
+    # projects; in the others the rest of `make test` runs.
+    multi = GRID[variant]["gpu_tier"] in ("multi-gpu", "multi-node")
+    default = variant == "math-24GB"
+    args = [] if multi or default else ['ARGS=-m "not distributed"']
+    assert_ok(make(project, "test", extra=args))
     check_smoke_output(project, make(project, "smoke"))
 
 

@@ -18,10 +18,17 @@ def test_every_valid_plan_fits_and_has_valid_batch_arithmetic(combo):
     plan = answers_of(combo).plan
     assert plan.memory.peak <= plan.tier.memory_bytes * tuning.HEADROOM
     assert plan.num_generations >= 2
+    # GRPOConfig's rules, across all training processes:
     assert plan.generation_batch_size % plan.num_generations == 0
     per_step = plan.per_device_train_batch_size * plan.processes
     assert plan.generation_batch_size % per_step == 0
     assert plan.max_completion_length + plan.max_prompt_tokens <= plan.model.context
+    assert plan.processes + plan.vllm_server_gpus == max(1, plan.tier.gpus)
+    if plan.vllm_mode == "colocate":
+        assert 0 < plan.vllm_gpu_memory_utilization < 1
+        assert plan.memory.vllm == pytest.approx(
+            plan.vllm_gpu_memory_utilization * plan.tier.memory_bytes
+        )
 
 
 def test_every_combination_is_decided():
@@ -39,7 +46,8 @@ def test_every_tier_offers_some_model_and_every_model_some_tier():
 
 
 def test_a_bigger_tier_never_refuses_what_a_smaller_accepts():
-    gpu_tiers = sorted((t for t in tiers.TIERS.values() if t.is_gpu), key=lambda t: t.memory_gib)
+    single = (t for t in tiers.TIERS.values() if t.is_gpu and not t.scalable)
+    gpu_tiers = sorted(single, key=lambda t: t.memory_gib)
     for model in catalog.CATALOG.values():
         fits = [tuning._fits(model, t, MATH, "transformers") for t in gpu_tiers]
         assert fits == sorted(fits), model.hub_id
@@ -75,3 +83,37 @@ def test_refusal_names_the_estimate_and_alternatives():
         tuning.plan(catalog.CATALOG["Qwen/Qwen2.5-7B-Instruct"], tiers.TIERS["cpu"], MATH)
     message = str(err.value)
     assert "GiB" in message and "24GB" in message and "Qwen" in message
+
+
+def test_vllm_is_colocated_on_single_gpus_of_24gb_and_more():
+    model = catalog.CATALOG["Qwen/Qwen2.5-1.5B-Instruct"]
+    assert tuning.plan(model, tiers.TIERS["16GB"], MATH).vllm_mode is None
+    for tier in ("24GB", "48GB", "80GB", "141GB"):
+        plan = tuning.plan(model, tiers.TIERS[tier], MATH)
+        assert plan.vllm_mode == "colocate" and plan.memory.generation == 0
+
+
+def test_vllm_is_dropped_with_a_note_when_its_weights_do_not_fit():
+    plan = tuning.plan(catalog.CATALOG["Qwen/Qwen2.5-7B-Instruct"], tiers.TIERS["24GB"], MATH)
+    assert plan.vllm_mode is None
+    assert any("vLLM is off" in note for note in plan.notes)
+
+
+def test_multi_gpu_uses_a_server_and_shards_full_finetuning_when_needed():
+    node = tiers.TIERS["multi-gpu"].scaled(8, 1)
+    plan = tuning.plan(catalog.CATALOG["Qwen/Qwen2.5-0.5B-Instruct"], node, MATH)
+    assert plan.vllm_mode == "server" and plan.vllm_server_gpus == 1 and plan.processes == 7
+    cluster = tiers.TIERS["multi-node"].scaled(8, 2)
+    big = tuning.plan(catalog.CATALOG["Qwen/Qwen2.5-7B-Instruct"], cluster, MATH)
+    assert big.mode == "full" and big.distributed in ("zero2", "zero3")
+    assert big.memory.optimizer < catalog.CATALOG["Qwen/Qwen2.5-7B-Instruct"].params * 4 / 4
+
+
+def test_custom_70b_needs_zero3_or_is_refused_with_multi_gpu_advice():
+    huge = catalog.custom_model("org/huge", 70)
+    node = tiers.TIERS["multi-gpu"].scaled(8, 1)
+    plan = tuning.plan(huge, node, MATH)
+    assert plan.vllm_server_gpus >= 2
+    assert plan.mode in ("lora", "qlora") or plan.distributed == "zero3"
+    with pytest.raises(tuning.DoesNotFit, match="multi-gpu or multi-node|bigger"):
+        tuning.plan(huge, tiers.TIERS["24GB"], MATH)

@@ -132,3 +132,24 @@ def test_smoke_pipeline_trains_merges_and_answers(tiny_model_dir, capsys):
     assert len(answers) == 1 and answers[0].strip()
     assert (smoke.SMOKE_OUTPUT_DIR / "merged" / "config.json").is_file()
     assert "merge check passed" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_two_process_distributed_training_on_cpu(tiny_model_dir, tmp_path):
+    """The distributed path (torchrun, gloo) with 2 processes on the tiny model."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+        "-m", train.__name__, "--config", "configs/grpo.yaml", "--smoke",
+        "--model_name_or_path", str(tiny_model_dir), "--output_dir", str(tmp_path / "ddp"),
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "training processes: 2" in result.stderr
+    saved = {p.name for p in (tmp_path / "ddp").iterdir()}
+    assert "adapter_model.safetensors" in saved or "model.safetensors" in saved

@@ -104,4 +104,10 @@ def parse_recipe(argv: Sequence[str] | None = None) -> Recipe:
     try:
         return Recipe(*recipe_parser().parse_args_and_config(args))
     except ValueError as err:
-        raise UserError(f"recipe: {err}") from err
+        hint = ""
+        if "bf16/gpu" in str(err) or "requires a GPU" in str(err):
+            hint = (
+                " This recipe is tuned for a GPU tier: run it on the GPU, check it here with "
+                "--smoke, or see what is missing with `make doctor`."
+            )
+        raise UserError(f"recipe: {err}{hint}") from err

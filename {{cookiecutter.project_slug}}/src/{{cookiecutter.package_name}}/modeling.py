@@ -6,6 +6,7 @@ device map for the distributed setup and can rebuild a reference model from the 
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 
 from .errors import UserError
@@ -68,6 +69,23 @@ def model_loading(model_args, training_args):
     kwargs.update(training_args.model_init_kwargs or {})
     training_args.model_init_kwargs = kwargs
     return quantization
+
+
+def check_gpu_packages(training_args, model_args) -> None:
+    """GPU-only packages the recipe needs, checked before anything slow happens."""
+    if training_args.use_vllm and importlib.util.find_spec("vllm") is None:
+        raise ModelError(
+            "use_vllm is true but vLLM is not installed: pip install -e '.[gpu]' "
+            "(or --use_vllm false for slower transformers generation)"
+        )
+    needs_bnb = (
+        model_args.load_in_4bit or model_args.load_in_8bit or "8bit" in str(training_args.optim)
+    )
+    if needs_bnb and importlib.util.find_spec("bitsandbytes") is None:
+        raise ModelError(
+            "the recipe uses 4-bit weights or an 8-bit optimizer, which need bitsandbytes: "
+            "pip install -e '.[gpu]'"
+        )
 
 
 def lora_config(model_args):

@@ -1,7 +1,8 @@
-"""The answers this project was generated with (also recorded in `.cookiecutter.json`).
+"""The answers this project was generated with (also recorded in `.cookiecutter.json`), and what
+the template derived from them for this machine size.
 
 Code reads these instead of guessing: the smoke run builds a tiny model of the same architecture
-as the real one, and the checks compare the machine against the chosen tier.
+as the real one, `doctor` compares the machine with the tier, `launch` spreads the tier's GPUs.
 """
 
 MODEL_ID = {{ grpo("model_id") | tojson }}
@@ -11,3 +12,11 @@ GPU_TIER = {{ cookiecutter.gpu_tier | tojson }}
 TINY_ARCH = {{ grpo("tiny_arch") | tojson }}
 SAMPLE_DATA = {{ grpo("sample_data") | tojson }}
 EXAMPLE_PROMPT = {{ grpo("example_prompt") | tojson }}
+GATED = {{ "True" if grpo("gated") else "False" }}  # the base model needs an accepted licence
+TIER_MEMORY_GIB = {{ grpo("tier_memory_gib") }}  # per GPU (RAM for the cpu tier)
+TIER_GPUS = {{ grpo("num_gpus") }}  # per node
+TIER_NODES = {{ grpo("num_nodes") }}
+TRAINING_PROCESSES = {{ grpo("processes") }}
+DISTRIBUTED = {{ grpo("distributed") | tojson }}  # configs/accelerate/<this>.yaml
+VLLM_SERVER_GPUS = {{ grpo("vllm_server_gpus") }}
+ESTIMATED_PEAK_GIB = {{ grpo("estimated_peak_gib") }}  # per device, from the template's model

@@ -46,6 +46,7 @@ def build_trainer(recipe):
     from trl import GRPOTrainer
 
     script_args, task_args, training_args, model_args = recipe
+    modeling.check_gpu_packages(training_args, model_args)
     TASK.configure(task_args)
     rows = data.load_training_rows(script_args, task_args)
     reward_funcs = rewards.resolve(script_args.reward_funcs)
@@ -75,6 +76,7 @@ def train(argv: Sequence[str] | None = None):
     trainer = build_trainer(recipe)
     training_args = recipe.training
     checkpoint = last_checkpoint(training_args.output_dir) if recipe.script.resume else None
+    logger.info("training processes: %d", training_args.world_size)
     if checkpoint:
         logger.info("resuming from %s", checkpoint)
     trainer.train(resume_from_checkpoint=checkpoint)

@@ -1,0 +1,38 @@
+"""The dependency pins: the test environment runs inside them, and the GPU extras resolve."""
+
+import subprocess
+import sys
+from importlib import metadata
+
+import pytest
+from conftest import ROOT
+from packaging.requirements import Requirement
+
+from grpo_template import stack
+
+
+@pytest.mark.parametrize("requirement", stack.TRANSFORMERS_STACK + stack.COMMON)
+def test_installed_versions_are_inside_the_pins(requirement):
+    parsed = Requirement(requirement)
+    assert parsed.specifier.contains(metadata.version(parsed.name), prereleases=True)
+
+
+def test_requirements_test_repeats_the_pins():
+    lines = (ROOT / "requirements-test.txt").read_text(encoding="utf-8").splitlines()
+    for requirement in stack.TRANSFORMERS_STACK[1:] + stack.COMMON:  # torch is installed first
+        assert requirement in lines, requirement
+
+
+@pytest.mark.slow
+def test_gpu_extras_resolve_with_the_stack(tmp_path):
+    """pip resolves vLLM, bitsandbytes and DeepSpeed together with the pinned stack (metadata
+    only: nothing is installed). vLLM's own pins (torch, transformers) are what can clash."""
+    report = tmp_path / "report.json"
+    command = [
+        sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+        "--report", str(report), *stack.TRANSFORMERS_STACK, *stack.COMMON, stack.VLLM,
+        stack.BITSANDBYTES, stack.DEEPSPEED,
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert report.is_file()

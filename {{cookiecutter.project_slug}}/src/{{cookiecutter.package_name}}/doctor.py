@@ -1,0 +1,377 @@
+"""Preflight checks before a (long, paid) training run (`make doctor`).
+
+Checks the machine against the recipe and the tier the project was generated for (GPU count,
+memory, bf16), the installed library versions against the project's pins, optional packages the
+recipe needs (vLLM, bitsandbytes, DeepSpeed), the dataset (reachable, columns valid), the Hub
+token for gated models, and the prompt-length distribution in tokens with the `max_prompt_tokens`
+it recommends. Each finding says what to do. Exit code: 0 when nothing blocks the run (warnings
+allowed), 1 when something does. Takes the same recipe arguments as `train` (`--smoke` checks
+the offline smoke setup); `--offline` skips everything that needs the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from . import project
+from .errors import UserError, run
+
+OK, INFO, WARN, FAIL = "ok", "info", "warn", "FAIL"
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str
+    check: str
+    message: str
+    fix: str = ""
+
+
+def _gib(n: float) -> str:
+    return f"{n / 1024**3:.1f} GiB"
+
+
+def check_python() -> list[Finding]:
+    """Reported for the record: the package itself requires Python 3.11 to install."""
+    return [Finding(OK, "python", "Python " + ".".join(map(str, sys.version_info[:3])))]
+
+
+def check_hardware(recipe, cuda: bool, cpu_requested: bool) -> list[Finding]:
+    """GPU presence, count, memory and bf16 against the tier and the recipe."""
+    import torch
+
+    training = recipe.training
+    build = f"torch {torch.__version__}, CUDA build {torch.version.cuda}"
+    findings = [Finding(INFO, "torch", build)]
+    needs_gpu = project.GPU_TIER != "cpu" and not cpu_requested
+    if not cuda:
+        if needs_gpu:
+            findings.append(
+                Finding(
+                    FAIL,
+                    "gpu",
+                    f"no CUDA GPU found; this project was tuned for the {project.GPU_TIER} tier "
+                    f"({project.TIER_GPUS} x {project.TIER_MEMORY_GIB:g} GiB GPU)",
+                    "run on a machine with the GPU, or use --smoke for an offline CPU check, or "
+                    "regenerate the project with gpu_tier=cpu",
+                )
+            )
+        else:
+            findings.append(Finding(OK, "gpu", "no GPU, and the recipe trains on the CPU"))
+        return findings
+    count = torch.cuda.device_count()
+    names = {torch.cuda.get_device_name(i) for i in range(count)}
+    memory = min(torch.cuda.get_device_properties(i).total_memory for i in range(count))
+    findings.append(Finding(INFO, "gpu", f"{count} x {', '.join(sorted(names))} ({_gib(memory)})"))
+    expected = project.TIER_GPUS
+    if count < expected:
+        findings.append(
+            Finding(
+                FAIL,
+                "gpu count",
+                f"{count} GPU(s) visible, the {project.GPU_TIER} tier expects {expected} per node",
+                "check CUDA_VISIBLE_DEVICES, or regenerate with the tier that matches",
+            )
+        )
+    budget = project.TIER_MEMORY_GIB * 1024**3
+    if memory < budget * 0.97:
+        findings.append(
+            Finding(
+                FAIL if memory < project.ESTIMATED_PEAK_GIB * 1024**3 else WARN,
+                "gpu memory",
+                f"{_gib(memory)} per GPU; the recipe was tuned for {project.TIER_MEMORY_GIB:g} GiB "
+                f"(estimated peak {project.ESTIMATED_PEAK_GIB:.1f} GiB)",
+                "regenerate for a smaller tier, or lower per_device_train_batch_size, "
+                "num_generations or max_completion_length",
+            )
+        )
+    elif memory > budget * 1.5:
+        findings.append(
+            Finding(
+                WARN,
+                "gpu memory",
+                f"{_gib(memory)} per GPU, more than the {project.GPU_TIER} tier assumes",
+                "regenerate for the bigger tier to use it (larger batches, longer completions)",
+            )
+        )
+    if training.bf16 and not torch.cuda.is_bf16_supported():
+        findings.append(
+            Finding(
+                FAIL,
+                "bf16",
+                "the recipe uses bf16 but this GPU does not support it",
+                "set bf16: false, fp16: true and dtype: float16 (or regenerate with gpu_tier=16GB)",
+            )
+        )
+    return findings
+
+
+def _requirements() -> list[str]:
+    """The project's pinned requirements (installed metadata, else pyproject.toml)."""
+    try:
+        return list(metadata.requires("my-grpo-project") or [])
+    except metadata.PackageNotFoundError:
+        import tomllib
+
+        pyproject = Path("pyproject.toml")
+        if not pyproject.is_file():
+            return []
+        return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
+
+
+def check_versions() -> list[Finding]:
+    from packaging.requirements import Requirement
+
+    findings = []
+    for text in _requirements():
+        requirement = Requirement(text)
+        if requirement.marker is not None and "extra" in str(requirement.marker):
+            continue
+        try:
+            installed = metadata.version(requirement.name)
+        except metadata.PackageNotFoundError:
+            findings.append(
+                Finding(FAIL, "versions", f"{requirement.name} is not installed", "make install")
+            )
+            continue
+        if requirement.specifier and not requirement.specifier.contains(
+            installed, prereleases=True
+        ):
+            findings.append(
+                Finding(
+                    FAIL,
+                    "versions",
+                    f"{requirement.name} {installed} is outside the tested range "
+                    f"{requirement.specifier}",
+                    f'pip install "{requirement}"',
+                )
+            )
+    if not findings:
+        findings.append(Finding(OK, "versions", "installed libraries match the project's pins"))
+    return findings
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def check_optional_packages(recipe, cuda: bool) -> list[Finding]:
+    training, model = recipe.training, recipe.model
+    findings = []
+    if training.use_vllm and cuda:
+        if _installed("vllm"):
+            findings.append(
+                Finding(OK, "vllm", f"vLLM {metadata.version('vllm')} ({training.vllm_mode})")
+            )
+        else:
+            findings.append(
+                Finding(
+                    FAIL,
+                    "vllm",
+                    "use_vllm is true but vLLM is not installed",
+                    "pip install -e '.[vllm]' (or set use_vllm: false: slower generation)",
+                )
+            )
+    needs_bnb = model.load_in_4bit or model.load_in_8bit or "8bit" in str(training.optim)
+    if needs_bnb and cuda and not _installed("bitsandbytes"):
+        findings.append(
+            Finding(
+                FAIL,
+                "bitsandbytes",
+                "the recipe uses 4-bit weights or an 8-bit optimizer but bitsandbytes is missing",
+                "pip install -e '.[gpu]'",
+            )
+        )
+    if project.DISTRIBUTED.startswith("zero") and not _installed("deepspeed"):
+        findings.append(
+            Finding(
+                FAIL if cuda else WARN,
+                "deepspeed",
+                f"the {project.DISTRIBUTED} launch config needs DeepSpeed, which is not installed",
+                "pip install -e '.[gpu]'",
+            )
+        )
+    return findings
+
+
+def check_hub(recipe, offline: bool) -> list[Finding]:
+    """Token for gated models; reachability of the model and dataset ids."""
+    from huggingface_hub import HfApi, get_token
+
+    findings = []
+    name = recipe.model.model_name_or_path
+    local_model = Path(name).exists()
+    if project.GATED and not local_model and not get_token():
+        findings.append(
+            Finding(
+                FAIL,
+                "hub token",
+                f"{name} is gated and no Hugging Face token is configured",
+                "accept the licence on the model page, then `hf auth login` (or set HF_TOKEN)",
+            )
+        )
+    if offline:
+        findings.append(Finding(INFO, "hub", "offline: Hub checks skipped"))
+        return findings
+    api = HfApi()
+    targets = [] if local_model else [("model", name)]
+    from .data import is_local
+
+    if not is_local(recipe.script.dataset_name):
+        targets.append(("dataset", recipe.script.dataset_name))
+    for kind, repo in targets:
+        try:
+            info = api.model_info if kind == "model" else api.dataset_info
+            info(repo, timeout=10)
+            findings.append(Finding(OK, "hub", f"{kind} {repo} is reachable"))
+        except Exception as err:  # network errors, 401/404: all are findings, not crashes
+            findings.append(
+                Finding(
+                    FAIL,
+                    "hub",
+                    f"cannot reach {kind} {repo}: {type(err).__name__}: {str(err)[:160]}",
+                    "check the id, your network and token (or pass --offline to skip)",
+                )
+            )
+    return findings
+
+
+def percentile(values: list[int], q: float) -> int:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
+
+
+def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list[Finding]:
+    """Load and validate the data, then measure prompt lengths with the model's tokenizer."""
+    from . import data, modeling
+    from .tasks import TASK
+
+    if not data.is_local(recipe.script.dataset_name) and (offline or hub_failed):
+        why = "offline" if offline else "the Hub is unreachable"
+        return [Finding(WARN, "data", f"{why}: {recipe.script.dataset_name} not loaded", "")]
+    TASK.configure(recipe.task)
+    try:
+        rows = data.load_training_rows(recipe.script, recipe.task)
+    except UserError as err:
+        return [Finding(FAIL, "data", str(err), "fix the data or the column settings")]
+    findings = [
+        Finding(OK, "data", f"{len(rows)} rows from {recipe.script.dataset_name}, columns valid")
+    ]
+    try:
+        tokenizer = modeling.load_tokenizer(recipe.model, recipe.training.trust_remote_code)
+    except UserError as err:
+        return [*findings, Finding(WARN, "prompt lengths", f"tokenizer unavailable: {err}")]
+    sample = rows.select(range(min(rows_limit, len(rows))))
+    conversations = data.to_conversations(sample, recipe.script, recipe.task)
+    lengths = [data.prompt_token_count(tokenizer, row["prompt"]) for row in conversations]
+    limit = recipe.script.max_prompt_tokens
+    dropped = sum(length > limit for length in lengths)
+    p50, p90, top = percentile(lengths, 0.5), percentile(lengths, 0.9), max(lengths)
+    suggested = int(math.ceil(percentile(lengths, 0.99) / 64) * 64)
+    message = (
+        f"prompt tokens over {len(lengths)} rows: p50 {p50}, p90 {p90}, max {top}; "
+        f"max_prompt_tokens={limit} drops {dropped} ({100 * dropped / len(lengths):.1f}%)"
+    )
+    fix = f"recommended max_prompt_tokens: {suggested} (keeps 99% of rows)"
+    findings.append(
+        Finding(WARN if dropped > 0.05 * len(lengths) else OK, "prompt lengths", message, fix)
+    )
+    return findings
+
+
+def check_disk(recipe) -> list[Finding]:
+    output = Path(recipe.training.output_dir)
+    existing = output if output.exists() else Path.cwd()
+    free = shutil.disk_usage(existing).free
+    if free < 20 * 1024**3:
+        return [
+            Finding(
+                WARN,
+                "disk",
+                f"{_gib(free)} free for {output}",
+                "checkpoints of big models need tens of GiB",
+            )
+        ]
+    return [Finding(OK, "disk", f"{_gib(free)} free for {output}")]
+
+
+def parse_args(argv: Sequence[str] | None):
+    parser = argparse.ArgumentParser(
+        prog="python -m {{ cookiecutter.package_name }}.doctor",
+        description="Preflight checks; other arguments are recipe overrides, as for train.",
+    )
+    parser.add_argument("--offline", action="store_true", help="skip checks that need the network")
+    parser.add_argument("--rows", type=int, default=2000, help="rows measured for prompt lengths")
+    return parser.parse_known_args(argv)
+
+
+def diagnose(argv: Sequence[str] | None = None) -> list[Finding]:
+    import torch
+
+    from .config import parse_recipe
+
+    args, recipe_args = parse_args(argv)
+    offline = args.offline or os.environ.get("HF_HUB_OFFLINE") == "1"
+    if offline:
+        os.environ["HF_HUB_OFFLINE"] = "1"
+    cuda = torch.cuda.is_available()
+    cpu_requested = "--use_cpu" in recipe_args or "--smoke" in recipe_args
+    if not cuda and "--use_cpu" not in recipe_args:
+        recipe_args = [*recipe_args, "--use_cpu", "true"]  # only so a GPU recipe parses here
+    findings = check_python()
+    try:
+        recipe = parse_recipe(recipe_args)
+    except UserError as err:
+        return [*findings, Finding(FAIL, "recipe", str(err), "fix configs/grpo.yaml")]
+    findings.append(Finding(OK, "recipe", "recipe parses against the installed TRL"))
+    findings += check_hardware(recipe, cuda, cpu_requested)
+    findings += check_versions()
+    findings += check_optional_packages(recipe, cuda)
+    hub = check_hub(recipe, offline)
+    findings += hub
+    hub_failed = any(f.check == "hub" and f.level == FAIL for f in hub)
+    findings += check_data(recipe, args.rows, offline, hub_failed)
+    findings += check_disk(recipe)
+    return findings
+
+
+def show(findings: list[Finding]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"doctor: {project.MODEL_ID} on the {project.GPU_TIER} tier")
+    for column in ("", "check", "finding", "what to do"):
+        table.add_column(column)
+    style = {OK: "green", INFO: "blue", WARN: "yellow", FAIL: "bold red"}
+    for finding in findings:
+        table.add_row(
+            f"[{style[finding.level]}]{finding.level}", finding.check, finding.message, finding.fix
+        )
+    Console(width=160).print(table)
+
+
+def doctor(argv: Sequence[str] | None = None) -> None:
+    findings = diagnose(argv)
+    show(findings)
+    blockers = [f for f in findings if f.level == FAIL]
+    if blockers:
+        raise UserError(f"{len(blockers)} blocker(s): " + "; ".join(f.check for f in blockers))
+    print("doctor: nothing blocks training")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    code = run(doctor, argv)
+    return 1 if code == 2 else code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

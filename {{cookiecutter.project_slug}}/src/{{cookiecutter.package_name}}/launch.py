@@ -1,0 +1,204 @@
+"""Launch training across the GPUs of this project's tier (`make train` runs this).
+
+* multi-GPU node: starts vLLM's server (through TRL's `vllm serve` command line) on the last
+  GPU(s), waits until its `/health` endpoint answers, then runs `accelerate launch` with the
+  DeepSpeed/DDP config on the remaining GPUs; the server is stopped when training ends.
+* multi-node: run once per node (`scripts/multinode.sbatch` does it through SLURM): every GPU
+  trains with its own colocated vLLM engine, and `accelerate launch` joins the nodes using
+  SLURM's (or your) MASTER_ADDR / node rank.
+
+`--dry-run` prints the commands instead of running them; arguments after `--` are recipe
+overrides passed to the training command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import project
+from .errors import UserError, run
+from .generation import recipe_values
+
+ACCELERATE_CONFIGS = Path("configs/accelerate")
+TRAIN_MODULE = f"{__package__}.train"
+
+
+@dataclass
+class Step:
+    """One command of the launch, with the GPUs it may see."""
+
+    name: str
+    command: list[str]
+    gpus: str | None = None  # CUDA_VISIBLE_DEVICES
+    background: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+
+    def render(self) -> str:
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.environment().items())
+        return (prefix + " " if prefix else "") + shlex.join(self.command)
+
+    def environment(self) -> dict[str, str]:
+        env = dict(self.env)
+        if self.gpus is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.gpus
+        return env
+
+
+def server_command(recipe: dict, port: int) -> list[str]:
+    """vLLM's server command line exactly as TRL builds it (`trl vllm-serve`)."""
+    from trl.scripts.vllm_serve import ScriptArguments, build_command
+
+    length = int(recipe.get("max_prompt_tokens", 512)) + int(
+        recipe.get("max_completion_length", 512)
+    )
+    arguments = ScriptArguments(
+        model=recipe["model_name_or_path"],
+        tensor_parallel_size=project.VLLM_SERVER_GPUS,
+        host="127.0.0.1",
+        port=port,
+        gpu_memory_utilization=0.9,
+        max_model_len=length,
+    )
+    return build_command(arguments)
+
+
+def accelerate_command(
+    processes: int, machines: int, extra: list[str], rank: str = "0", main_ip: str | None = None
+) -> list[str]:
+    config = ACCELERATE_CONFIGS / f"{project.DISTRIBUTED}.yaml"
+    command = [
+        sys.executable, "-m", "accelerate.commands.launch",
+        "--config_file", str(config),
+        "--num_processes", str(processes),
+        "--num_machines", str(machines),
+    ]  # fmt: skip
+    if machines > 1:
+        command += ["--machine_rank", rank, "--main_process_ip", main_ip or "127.0.0.1",
+                    "--main_process_port", os.environ.get("MASTER_PORT", "29500")]  # fmt: skip
+    return [*command, "-m", TRAIN_MODULE, "--config", "configs/grpo.yaml", *extra]
+
+
+def plan(extra: list[str], environ: dict[str, str]) -> list[Step]:
+    """The commands for this tier (pure: no GPU needed, so --dry-run and tests use it)."""
+    recipe = recipe_values()
+    gpus = project.TIER_GPUS
+    if project.TIER_NODES > 1:
+        rank = environ.get("SLURM_NODEID", environ.get("NODE_RANK", "0"))
+        main_ip = environ.get("MASTER_ADDR")
+        if not main_ip:
+            raise UserError(
+                "multi-node launch needs MASTER_ADDR (scripts/multinode.sbatch sets it)"
+            )
+        command = accelerate_command(
+            gpus * project.TIER_NODES, project.TIER_NODES, extra, rank, main_ip
+        )
+        return [Step("train", command)]
+    if gpus <= 1:
+        train = [sys.executable, "-m", TRAIN_MODULE, "--config", "configs/grpo.yaml", *extra]
+        return [Step("train", train)]
+    if not recipe.get("use_vllm") or recipe.get("vllm_mode") != "server":
+        return [Step("train", accelerate_command(gpus, 1, extra))]
+    port = int(recipe.get("vllm_server_port", 8000))
+    server_gpus = project.VLLM_SERVER_GPUS
+    devices = [str(i) for i in range(gpus)]
+    train, serve = devices[:-server_gpus], devices[-server_gpus:]
+    return [
+        Step("vllm-server", server_command(recipe, port), ",".join(serve), background=True,
+             env={"VLLM_SERVER_DEV_MODE": "1"}),
+        Step("train", accelerate_command(len(train), 1, extra), ",".join(train)),
+    ]  # fmt: skip
+
+
+def wait_healthy(url: str, timeout: float, server: subprocess.Popen | None = None) -> None:
+    """Poll `url` until it answers 200; fail early if the server process died."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    deadline = time.monotonic() + timeout
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()) as bar:
+        bar.add_task(f"waiting for the vLLM server at {url}", total=None)
+        while time.monotonic() < deadline:
+            if server is not None and server.poll() is not None:
+                raise UserError(
+                    f"the vLLM server exited with code {server.returncode}; see its log"
+                )
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(1)
+    raise UserError(f"the vLLM server did not answer {url} within {timeout:.0f} s")
+
+
+def execute(steps: list[Step], health_url: str, timeout: float) -> int:
+    """Run the steps: background ones first (waiting for health), then the rest in order."""
+    background: list[subprocess.Popen] = []
+    try:
+        for step in steps:
+            env = {**os.environ, **step.environment()}
+            print(f"launch: {step.name}: {step.render()}", flush=True)
+            if step.background:
+                process = subprocess.Popen(step.command, env=env, start_new_session=True)
+                background.append(process)
+                wait_healthy(health_url, timeout, process)
+            else:
+                code = subprocess.run(step.command, env=env).returncode
+                if code:
+                    return code
+        return 0
+    finally:
+        for process in background:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+
+
+def parse_args(argv: Sequence[str] | None):
+    parser = argparse.ArgumentParser(
+        prog="python -m {{ cookiecutter.package_name }}.launch",
+        description="Launch training on this project's tier (see the module docstring).",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="print the commands only")
+    parser.add_argument("extra", nargs="*", help="recipe overrides for train (after --)")
+    return parser.parse_args(argv)
+
+
+def launch(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    steps = plan(list(args.extra), dict(os.environ))
+    if args.dry_run:
+        for step in steps:
+            print(step.render())
+        return 0
+    recipe = recipe_values()
+    port = int(recipe.get("vllm_server_port", 8000))
+    timeout = float(recipe.get("vllm_server_timeout", 600))
+    return execute(steps, f"http://127.0.0.1:{port}/health", timeout)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    code = {"value": 0}
+
+    def body(arguments):
+        code["value"] = launch(arguments)
+
+    return run(body, argv) or code["value"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
