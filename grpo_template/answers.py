@@ -18,7 +18,7 @@ from . import catalog, tasks, tiers
 from .catalog import ModelSpec
 from .tuning import DoesNotFit, Plan, plan
 
-BACKENDS = ("transformers",)
+BACKENDS = ("transformers", "unsloth")
 TRACKERS = ("none", "tensorboard")
 
 _NAME_RE = re.compile(r"^[\w][\w .,'()+-]{0,79}$")
@@ -166,6 +166,14 @@ def _count(name: str, value: str, low: int, high: int) -> int:
     return number
 
 
+def check_backend(answers: Answers) -> None:
+    if answers.backend == "unsloth" and answers.tier.gpus > 1:
+        raise AnswerError(
+            f"backend=unsloth is not offered for the {answers.gpu_tier} tier: Unsloth's multi-GPU "
+            "GRPO is not mature; use backend=transformers for several GPUs, or a single-GPU tier"
+        )
+
+
 def check_scale(answers: Answers) -> None:
     """GPU and node counts matter only for the multi-GPU tiers (and are checked only there)."""
     if answers.gpu_tier == "multi-gpu":
@@ -185,6 +193,7 @@ def validate(context: dict) -> Answers:
     _choice("backend", answers.backend, BACKENDS)
     _choice("tracker", answers.tracker, TRACKERS)
     check_scale(answers)
+    check_backend(answers)
     try:
         answers.plan  # noqa: B018 - computing the plan is the check
     except DoesNotFit as err:

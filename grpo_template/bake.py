@@ -30,6 +30,17 @@ def train_command(plan) -> str:
     return "$(PYTHON) -m $(PKG).train --config $(RECIPE) $(ARGS)"
 
 
+def post_install(backend: str) -> str:
+    """A Makefile line run after `pip install`: Unsloth pulls PyPI's torchvision, a CUDA build
+    that breaks `import unsloth` beside a CPU-only torch (text models do not need it)."""
+    if backend == "unsloth":
+        return (
+            '$(PYTHON) -c "import torchvision" 2>/dev/null '
+            "|| $(PYTHON) -m pip uninstall -y torchvision"
+        )
+    return "@echo installed"
+
+
 def distribution(plan) -> str:
     if plan.tier.gpus <= 1:
         return "one device"
@@ -89,6 +100,12 @@ def values(answers: Answers) -> dict:
         "estimated_peak_gib": round(plan.memory.peak_gib, 1),
         "launch_command": launch_command(plan),
         "train_command": train_command(plan),
+        "post_install": post_install(answers.backend),
+        "checkpointing_key": recipe.checkpointing_key(plan),
+        "vllm_share_key": "gpu_memory_utilization"
+        if answers.backend == "unsloth"
+        else "vllm_gpu_memory_utilization",
+        "stack_summary": stack.summary(answers.backend),
         "distribution": distribution(plan),
         "example_prompt": plan.task.example_prompt,
         "rewards_table": rewards_table(answers),

@@ -41,7 +41,11 @@ VARIANTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("task_type", ("custom",), _task_files("custom")),
     ("gpu_tier", MULTI_GPU, (*ACCELERATE, "src/{pkg}/launch.py", "tests/test_launch.py")),
     ("gpu_tier", ("multi-node",), ("scripts/multinode.sbatch",)),
+    ("backend", ("unsloth",), ("src/{pkg}/modeling_unsloth.py", "tests/test_unsloth.py")),
 )
+
+# (question, answer, from, to): a variant file that replaces the default one when chosen.
+RENAMES = (("backend", "unsloth", "src/{pkg}/modeling_unsloth.py", "src/{pkg}/modeling.py"),)
 
 
 def variant_paths(answers: Answers) -> tuple[set[str], set[str]]:
@@ -66,4 +70,9 @@ def prune(project_dir: Path, answers: Answers) -> list[str]:
     for folder in sorted({(project_dir / r).parent for r in removed}, reverse=True):
         if folder != project_dir and folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
+    for question, value, source, target in RENAMES:
+        if getattr(answers, question) == value:
+            pkg = answers.package_name
+            (project_dir / source.format(pkg=pkg)).replace(project_dir / target.format(pkg=pkg))
+            removed.append(target.format(pkg=pkg))
     return removed

@@ -12,6 +12,9 @@ A first-order model, good enough to pick a configuration that fits and to refuse
 * generation KV cache for the whole per-process generation batch (transformers `generate`), or the
   fixed share vLLM reserves when it is colocated (nothing when a vLLM server on other GPUs
   generates);
+* Unsloth: checkpointed activations offloaded to CPU RAM, and with `fast_inference` a vLLM engine
+  that shares the weights and sleeps while training (so only its KV cache competes, with the
+  training activations);
 * a reference model copy only when `beta > 0` and the model is fully fine-tuned;
 * CUDA context plus 10% allocator fragmentation.
 
@@ -47,6 +50,9 @@ class TrainingShape:
     beta: float = 0.0
     vllm_reserved_bytes: float = 0.0  # colocated vLLM's share of the GPU
     generation_elsewhere: bool = False  # a vLLM server on other GPUs generates
+    shared_vllm_bytes: float = 0.0  # Unsloth fast_inference: vLLM's KV cache and buffers; the
+    # weights are shared with training and vLLM sleeps while it trains (standby)
+    offload_checkpoints: bool = False  # Unsloth's checkpointing keeps saved activations in RAM
     on_gpu: bool = True
     weight_shards: int = 1  # ZeRO-3 / FSDP: processes sharing the weights
     state_shards: int = 1  # ZeRO-2/3 / FSDP: processes sharing gradients and optimizer state
@@ -131,7 +137,9 @@ def activation_bytes(model: ModelSpec, shape: TrainingShape) -> float:
     act = 2 if shape.dtype != "float32" else 4
     tokens = shape.per_device_batch * (shape.prompt_tokens + shape.completion_tokens)
     one_layer = act * (10 * model.hidden + 3 * model.intermediate)  # per token
-    if shape.gradient_checkpointing:
+    if shape.gradient_checkpointing and shape.offload_checkpoints:
+        per_token = one_layer
+    elif shape.gradient_checkpointing:
         per_token = model.layers * model.hidden * act + one_layer
     else:
         per_token = model.layers * one_layer
@@ -153,8 +161,8 @@ def estimate(model: ModelSpec, shape: TrainingShape) -> MemoryEstimate:
     gradients = trainable * grad_bytes / shape.state_shards
     optimizer = trainable * optimizer_bytes_per_param(shape) / shape.state_shards
     activations = activation_bytes(model, shape)
-    generation = 0.0
-    if shape.vllm_reserved_bytes == 0 and not shape.generation_elsewhere:
+    generation = shape.shared_vllm_bytes
+    if shape.vllm_reserved_bytes == 0 and not shape.generation_elsewhere and not generation:
         generation = kv_cache_bytes(
             model,
             shape.generation_batch,

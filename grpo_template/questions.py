@@ -68,7 +68,8 @@ def questions() -> dict:
             "num_nodes": "Number of nodes (multi-node tier only)",
             "backend": {
                 "__prompt__": "Training backend",
-                "transformers": "Transformers + TRL + PEFT",
+                "transformers": "Transformers + TRL + PEFT (every tier)",
+                "unsloth": "Unsloth (faster, less memory; cpu and single-GPU tiers)",
             },
             "tracker": {
                 "__prompt__": "Experiment tracker",

@@ -152,13 +152,13 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
                 plan.max_completion_length,
                 _completion_comment(plan),
             ),
-            *_vllm_entries(plan),
+            *(_vllm_entries(plan) if plan.backend == "transformers" else []),
             Entry(
                 "beta", 0.0, "no KL term (TRL default); 0.001-0.04 keeps the policy near the base"
             ),
             *precision,
             Entry(
-                "activation_checkpointing",
+                checkpointing_key(plan),
                 plan.gradient_checkpointing,
                 "recompute activations in backward to save memory"
                 if plan.gradient_checkpointing
@@ -179,6 +179,10 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
         ),
     )
     result = [data]
+    if plan.backend == "unsloth":
+        result.append(
+            Section("Unsloth (BackendArguments, src/<package>/modeling.py)", _unsloth_entries(plan))
+        )
     if task.arguments:
         title = f"{task.name} task (TaskArguments, src/<package>/tasks/{task.name}_task.py)"
         result.append(Section(title, tuple(Entry(a.key, a.value, a.why) for a in task.arguments)))
@@ -204,6 +208,35 @@ def render(plan: Plan, tracker: str, header: str) -> str:
 def values(plan: Plan, tracker: str) -> dict:
     """The recipe as a dict (what `yaml.safe_load` of the rendered file must give)."""
     return {e.key: e.value for s in sections(plan, tracker) for e in s.entries}
+
+
+def checkpointing_key(plan: Plan) -> str:
+    """The GRPOConfig field that turns on activation checkpointing in the backend's stack."""
+    # transformers 5.24 renamed gradient_checkpointing; the Unsloth stack's 5.17 has the old name.
+    return "gradient_checkpointing" if plan.backend == "unsloth" else "activation_checkpointing"
+
+
+def _unsloth_entries(plan: Plan) -> tuple[Entry, ...]:
+    entries = [
+        Entry("max_seq_length", plan.vllm_max_model_length, "prompt + completion tokens"),
+        Entry(
+            "fast_inference",
+            plan.fast_inference,
+            "vLLM sharing the model's weights: pip install -e '.[gpu]'"
+            if plan.fast_inference
+            else "Unsloth's own generation",
+        ),
+    ]
+    if plan.fast_inference:
+        entries.append(
+            Entry(
+                "gpu_memory_utilization",
+                plan.vllm_gpu_memory_utilization,
+                "vLLM's share; UNSLOTH_VLLM_STANDBY=1 (set by modeling.py) may raise it",
+            )
+        )
+    entries.append(Entry("max_lora_rank", plan.lora_r, "= lora_r: vLLM refuses larger adapters"))
+    return tuple(entries)
 
 
 def _vllm_entries(plan: Plan) -> list[Entry]:
@@ -277,7 +310,7 @@ def _completion_comment(plan: Plan) -> str:
 
 def _optim_comment(plan: Plan) -> str:
     if plan.optim == "adamw_8bit":
-        return "8-bit AdamW (bitsandbytes): 2 bytes of state per weight"
+        return "8-bit AdamW (bitsandbytes): 2 bytes of state per parameter"
     if plan.optim == "adamw_torch_fused":
         return "fused AdamW on the GPU"
     return "AdamW"

@@ -6,6 +6,8 @@ these ranges, so a pin is only widened after the suite passed on the new version
 
 from __future__ import annotations
 
+import re
+
 # The Transformers backend: TRL 1.16 on transformers 5.24 (see shared/reference/trl-grpo-1.16.md).
 TRANSFORMERS_STACK = (
     "torch>=2.13,<2.14",
@@ -13,6 +15,19 @@ TRANSFORMERS_STACK = (
     "transformers>=5.24,<5.25",
     "peft>=0.21,<0.22",
     "datasets>=5.2,<5.3",
+    "accelerate>=1.15,<1.16",
+)
+
+# The Unsloth backend: unsloth 2026.10.9 caps trl at 1.15.0, transformers at 5.17.0 and
+# datasets below 5 (shared/reference/unsloth-2026.10.md), so it has its own proved set.
+UNSLOTH_STACK = (
+    "torch>=2.13,<2.14",
+    "unsloth==2026.10.9",
+    "unsloth_zoo==2026.10.9",
+    "trl==1.15.0",
+    "transformers==5.17.0",
+    "peft>=0.21,<0.22",
+    "datasets>=4.8,<5",
     "accelerate>=1.15,<1.16",
 )
 
@@ -40,14 +55,21 @@ CPU_TORCH = "torch==2.13.0"
 
 def dependencies(backend: str, tracker: str, extra: tuple[str, ...] = ()) -> list[str]:
     """The project's requirements: backend stack, common tools, tracker, task extras."""
-    stack = {"transformers": TRANSFORMERS_STACK}[backend]
+    stack = {"transformers": TRANSFORMERS_STACK, "unsloth": UNSLOTH_STACK}[backend]
     return [*stack, *COMMON, *TRACKER_PACKAGES[tracker], *extra]
+
+
+def summary(backend: str) -> str:
+    """The backend's key pins in words, e.g. `trl==1.16.0, transformers==5.24.0`."""
+    stack = {"transformers": TRANSFORMERS_STACK, "unsloth": UNSLOTH_STACK}[backend]
+    keys = ("unsloth", "trl", "transformers", "peft", "datasets")
+    return ", ".join(f"`{r}`" for r in stack if re.match(r"[\w.-]+", r).group() in keys)
 
 
 def gpu_dependencies(plan) -> list[str]:
     """GPU-only packages the plan needs: vLLM, bitsandbytes (4-bit / 8-bit Adam), DeepSpeed."""
     needs = []
-    if plan.use_vllm:
+    if plan.use_vllm or plan.fast_inference:
         needs.append(VLLM)
     if plan.mode == "qlora" or "8bit" in plan.optim:
         needs.append(BITSANDBYTES)

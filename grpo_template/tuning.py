@@ -75,6 +75,7 @@ class Plan:
     vllm_mode: str | None = None  # None (transformers generate), colocate or server
     vllm_gpu_memory_utilization: float = 0.0  # colocate: share of each GPU vLLM takes
     vllm_server_gpus: int = 0  # server: GPUs set aside for the vLLM server
+    fast_inference: bool = False  # Unsloth: vLLM sharing the model's weights
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -109,18 +110,23 @@ def dtype_for(tier: Tier) -> str:
     return "bfloat16" if tier.bf16 else "float16"
 
 
-def modes_for(model: ModelSpec, tier: Tier, policy: TierPolicy) -> list[str]:
+def modes_for(model: ModelSpec, tier: Tier, policy: TierPolicy, backend: str) -> list[str]:
     if not tier.is_gpu:
         return ["lora"]
     modes = ["lora", "qlora"]
+    if backend == "unsloth":
+        return modes  # Unsloth does not support full fine-tuning with GRPO
     if tier.bf16 and model.params <= policy.full_max_params:
         modes.insert(0, "full")
     return modes
 
 
-def optimizer_for(mode: str, tier: Tier, sharded: bool) -> str:
+def optimizer_for(mode: str, tier: Tier, sharded: bool, backend: str = "transformers") -> str:
     if not tier.is_gpu:
-        return "adamw_torch"
+        # Unsloth's CPU mode switches every optimizer to the fused AdamW anyway.
+        return "adamw_torch_fused" if backend == "unsloth" else "adamw_torch"
+    if backend == "unsloth":
+        return "adamw_8bit"  # Unsloth's default; bitsandbytes comes with it
     if mode == "full" and tier.memory_gib < 70 and not sharded:
         return "adamw_8bit"  # bitsandbytes: 2 bytes of state per parameter instead of 4
     return "adamw_torch_fused"
@@ -157,29 +163,35 @@ def _search(model: ModelSpec, tier: Tier, task: TaskSpec, backend: str):
     thinking = 2 if model.thinking else 1
     target = _round_tokens(task.completion_tokens * policy.length_scale * thinking)
     target = min(target, model.context - task.prompt_tokens)
-    vllm_modes = [tier.vllm, None] if tier.vllm and backend == "transformers" else [None]
+    vllm_modes = _generation_modes(tier, backend)
     smallest = None
     for generations, completion, quality_note in _quality_levels(policy, target):
         for vllm_mode in vllm_modes:
             for candidate in _candidates(
-                model, tier, task, policy, generations, completion, vllm_mode
+                model, tier, task, policy, generations, completion, vllm_mode, backend
             ):
                 estimate = memory.estimate(model, candidate["shape"])
                 if smallest is None or estimate.peak < smallest.peak:
                     smallest = estimate
                 if estimate.peak <= budget:
                     notes = [n for n in (quality_note, candidate["note"]) if n]
-                    if tier.vllm and backend == "transformers" and vllm_mode is None:
-                        notes.append(
-                            "vLLM is off: its copy of the weights does not fit beside training"
-                        )
+                    if vllm_modes[0] and vllm_mode is None:
+                        notes.append("vLLM is off: it does not fit beside training")
                     return _plan(
                         model, tier, task, backend, policy, candidate, estimate, notes
                     ), smallest
     return None, smallest
 
 
-def _candidates(model, tier, task, policy, generations, completion, vllm_mode):
+def _generation_modes(tier: Tier, backend: str) -> list[str | None]:
+    """How rollouts are generated, preferred first: vLLM (colocated, a server, or Unsloth's
+    fast_inference sharing the weights), then the trainer's own generate."""
+    if backend == "unsloth":
+        return ["fast_inference", None] if tier.is_gpu else [None]
+    return [tier.vllm, None] if tier.vllm else [None]
+
+
+def _candidates(model, tier, task, policy, generations, completion, vllm_mode, backend):
     """Configurations in order of preference at one quality level."""
     dtype = dtype_for(tier)
     reserved_gpus = server_gpus(model, tier) if vllm_mode == "server" else 0
@@ -187,17 +199,20 @@ def _candidates(model, tier, task, policy, generations, completion, vllm_mode):
     per_process = generations * policy.groups_per_process  # completions per process per step
     tokens = task.prompt_tokens + completion
     strategies = STRATEGIES if processes > 1 else ("none",)
-    for mode in modes_for(model, tier, policy):
+    unsloth = backend == "unsloth"
+    for mode in modes_for(model, tier, policy, backend):
         for strategy in strategies:
             if strategy != "ddp" and processes > 1 and mode != "full" and strategy != "zero3":
                 continue  # adapters are tiny: sharding their state buys nothing
             weight_shards = processes if strategy == "zero3" else 1
             state_shards = processes if strategy in ("zero2", "zero3") else 1
-            optim = optimizer_for(mode, tier, sharded=state_shards > 1)
+            optim = optimizer_for(mode, tier, state_shards > 1, backend)
             for batch in _divisors(per_process):
-                share = (
-                    vllm_share(model, tier, per_process, tokens) if vllm_mode == "colocate" else 0.0
-                )
+                share = vllm_share(model, tier, per_process, tokens) if vllm_mode else 0.0
+                shared = 0.0
+                if vllm_mode == "fast_inference":
+                    kv = memory.kv_cache_bytes(model, per_process, tokens)
+                    shared = kv + VLLM_OVERHEAD_BYTES
                 shape = memory.TrainingShape(
                     mode=mode,
                     dtype=dtype,
@@ -212,6 +227,8 @@ def _candidates(model, tier, task, policy, generations, completion, vllm_mode):
                     if vllm_mode == "colocate"
                     else 0.0,
                     generation_elsewhere=vllm_mode == "server",
+                    shared_vllm_bytes=shared,
+                    offload_checkpoints=unsloth and tier.is_gpu,
                     on_gpu=tier.is_gpu,
                     weight_shards=weight_shards,
                     state_shards=state_shards,
@@ -254,7 +271,8 @@ def _plan(model, tier, task, backend, policy, c, estimate, notes) -> Plan:
         memory=estimate,
         processes=c["processes"],
         distributed=c["distributed"],
-        vllm_mode=c["vllm_mode"],
+        vllm_mode=c["vllm_mode"] if c["vllm_mode"] != "fast_inference" else None,
+        fast_inference=c["vllm_mode"] == "fast_inference",
         vllm_gpu_memory_utilization=c["vllm_share"],
         vllm_server_gpus=c["server_gpus"],
         notes=tuple(notes),

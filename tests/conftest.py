@@ -48,3 +48,9 @@ def assert_ok(result: subprocess.CompletedProcess) -> None:
 def default_project(cookies_session) -> Path:
     """The project `cookiecutter --no-input` produces."""
     return bake_ok(cookies_session)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The Unsloth tests share one environment, so xdist runs them on one worker, in order
+    (`--dist loadgroup`); collected first, they start at once instead of ending the run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)

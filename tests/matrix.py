@@ -70,5 +70,12 @@ def name(combo: dict) -> str:
     )
 
 
+def refusal(combo: dict) -> str:
+    """The words the pre-generation hook's error must contain for an invalid combination."""
+    if combo["backend"] == "unsloth" and combo["gpu_tier"] in ("multi-gpu", "multi-node"):
+        return "backend=unsloth is not offered"
+    return "does not fit"
+
+
 VALID = [c for c in combinations() if is_valid(c)]
 INVALID = [c for c in combinations() if not is_valid(c)]

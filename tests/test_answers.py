@@ -91,3 +91,18 @@ def test_gpu_counts_only_matter_for_the_multi_gpu_tiers():
     assert multi.vllm_mode == "server" and multi.processes + multi.vllm_server_gpus == 4
     nodes = check(gpu_tier="multi-node", num_gpus="8", num_nodes="4").plan
     assert nodes.processes == 32 and nodes.vllm_mode == "colocate"
+
+
+@pytest.mark.parametrize("tier", ["multi-gpu", "multi-node"])
+def test_unsloth_is_refused_on_multi_gpu_tiers_pointing_to_transformers(tier):
+    with pytest.raises(AnswerError) as err:
+        check(backend="unsloth", gpu_tier=tier, num_gpus="8", num_nodes="2")
+    text = str(err.value)
+    assert "backend=unsloth" in text and "backend=transformers" in text and "\n" not in text
+
+
+@pytest.mark.parametrize("tier", ["cpu", "16GB", "24GB", "48GB", "80GB", "141GB"])
+def test_unsloth_is_offered_on_cpu_and_every_single_gpu_tier(tier):
+    model = "Qwen/Qwen2.5-0.5B-Instruct" if tier == "cpu" else GOOD["model"]
+    answers = check(backend="unsloth", gpu_tier=tier, model=model)
+    assert answers.plan.backend == "unsloth"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, bake_ok
-from matrix import INVALID, VALID, name
+from matrix import INVALID, VALID, name, refusal
 
 BASE_FILES = {
     ".cookiecutter.json",
@@ -77,8 +77,12 @@ TIER_FILES = {
 }
 
 
+BACKEND_FILES = {"transformers": set(), "unsloth": {"tests/test_unsloth.py"}}
+
+
 def expected_files(combo) -> set[str]:
     files = BASE_FILES | TASK_FILES[combo["task_type"]] | TIER_FILES.get(combo["gpu_tier"], set())
+    files |= BACKEND_FILES[combo["backend"]]
     return {f.format(pkg=combo["package_name"]) for f in files}
 
 
@@ -148,7 +152,8 @@ def test_invalid_combinations_are_refused_without_leftovers(tmp_path, combo, cap
     output, error = try_bake(tmp_path, **combo)
     assert error is not None
     err = capfd.readouterr().err
-    assert "ERROR:" in err and "does not fit" in err
+    errors = [line for line in err.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1 and refusal(combo) in errors[0], err
     assert not any(output.iterdir())
 
 

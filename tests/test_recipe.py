@@ -66,13 +66,33 @@ def project_parsers(cookies_session):
     return parsers
 
 
-@pytest.mark.parametrize("combo", VALID, ids=name)
+UNSLOTH = [c for c in VALID if c["backend"] == "unsloth"]
+TRANSFORMERS = [c for c in VALID if c["backend"] == "transformers"]
+
+
+@pytest.mark.parametrize("combo", UNSLOTH, ids=name)
+def test_unsloth_recipe_section_is_consistent(combo):
+    answers, _ = rendered(combo)
+    values = recipe.values(answers.plan, answers.tracker)
+    assert values["max_seq_length"] >= values["max_prompt_tokens"] + values["max_completion_length"]
+    assert values["max_lora_rank"] >= values["lora_r"]
+    assert values["fast_inference"] == answers.plan.fast_inference
+    assert ("gpu_memory_utilization" in values) == answers.plan.fast_inference
+    assert "activation_checkpointing" not in values  # transformers 5.17 has the old name
+    assert not any(key.startswith("vllm") or key == "use_vllm" for key in values)
+
+
+# Unsloth recipes are parsed by an Unsloth project in the Unsloth environment
+# (test_baked_projects.py::test_unsloth_recipes_load_into_the_unsloth_stack).
+@pytest.mark.parametrize("combo", TRANSFORMERS, ids=name)
 def test_recipe_loads_into_the_installed_trl(combo, project_parsers, tmp_path):
     answers, text = rendered(combo)
     path = tmp_path / "grpo.yaml"
     path.write_text(text, encoding="utf-8")
     parse = project_parsers[combo["task_type"]]
-    script_args, _, training_args, model_args = parse(["--config", str(path), "--use_cpu", "true"])
+    script_args, _, _, training_args, model_args = parse(
+        ["--config", str(path), "--use_cpu", "true"]
+    )
     plan = answers.plan
     assert training_args.num_generations == plan.num_generations
     assert training_args.generation_batch_size % plan.num_generations == 0

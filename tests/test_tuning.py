@@ -1,7 +1,7 @@
 """Tuning over every (model, tier, task, backend): fits with valid batch arithmetic, or refuses."""
 
 import pytest
-from matrix import VALID, combinations, is_valid, name
+from matrix import VALID, combinations, is_valid, name, refusal
 
 from grpo_template import catalog, tasks, tiers, tuning
 from grpo_template.answers import Answers
@@ -33,7 +33,7 @@ def test_every_valid_plan_fits_and_has_valid_batch_arithmetic(combo):
 
 def test_every_combination_is_decided():
     for combo in combinations():
-        if not is_valid(combo):
+        if not is_valid(combo) and refusal(combo) == "does not fit":
             with pytest.raises(tuning.DoesNotFit):
                 _ = answers_of(combo).plan
 
@@ -117,3 +117,36 @@ def test_custom_70b_needs_zero3_or_is_refused_with_multi_gpu_advice():
     assert plan.mode in ("lora", "qlora") or plan.distributed == "zero3"
     with pytest.raises(tuning.DoesNotFit, match="multi-gpu or multi-node|bigger"):
         tuning.plan(huge, tiers.TIERS["24GB"], MATH)
+
+
+UNSLOTH = [c for c in VALID if c["backend"] == "unsloth"]
+
+
+@pytest.mark.parametrize("combo", UNSLOTH, ids=name)
+def test_unsloth_plans_train_adapters_and_generate_with_fast_inference_on_gpus(combo):
+    plan = answers_of(combo).plan
+    assert plan.mode in ("lora", "qlora")  # Unsloth's GRPO trains adapters
+    assert plan.vllm_mode is None and not plan.use_vllm  # TRL's vLLM path is not used
+    assert plan.processes == 1
+    if not plan.tier.is_gpu:
+        assert not plan.fast_inference and plan.mode == "lora"
+        assert plan.optim == "adamw_torch_fused"  # what Unsloth's CPU mode switches to
+    else:
+        assert plan.optim == "adamw_8bit"
+    if plan.fast_inference:
+        assert 0 < plan.vllm_gpu_memory_utilization < 1
+        assert plan.memory.generation > 0  # vLLM's KV cache is counted
+
+
+def test_unsloth_offloads_checkpoints_so_it_needs_less_than_transformers():
+    model = catalog.CATALOG["Qwen/Qwen2.5-7B-Instruct"]
+    tier = tiers.TIERS["24GB"]
+    plain = tuning.plan(model, tier, MATH, backend="transformers")
+    unsloth = tuning.plan(model, tier, MATH, backend="unsloth")
+    assert unsloth.memory.activations < plain.memory.activations
+
+
+def test_unsloth_on_a_small_gpu_uses_fast_inference_when_it_fits():
+    model = catalog.CATALOG["Qwen/Qwen2.5-1.5B-Instruct"]
+    plan = tuning.plan(model, tiers.TIERS["24GB"], MATH, backend="unsloth")
+    assert plan.fast_inference

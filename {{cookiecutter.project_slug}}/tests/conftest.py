@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+# The backend first: Unsloth must be imported before transformers (tiny_model imports it).
+import {{ cookiecutter.package_name }}.config  # noqa: E402, F401, I001
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -3,6 +3,7 @@
 import pytest
 
 from {{ cookiecutter.package_name }} import infer, merge, smoke, train
+from {{ cookiecutter.package_name }}.project import BACKEND
 
 
 def smoke_train(tiny_model_dir, output_dir, *extra):
@@ -136,6 +137,7 @@ def test_smoke_pipeline_trains_merges_and_answers(tiny_model_dir, capsys):
 
 @pytest.mark.slow
 @pytest.mark.distributed
+@pytest.mark.skipif(BACKEND == "unsloth", reason="the Unsloth backend trains in one process")
 def test_two_process_distributed_training_on_cpu(tiny_model_dir, tmp_path):
     """The distributed path (torchrun, gloo) with 2 processes on the tiny model."""
     import os

@@ -1,8 +1,9 @@
 """The recipe: `configs/grpo.yaml` parsed by TRL's own `TrlParser`.
 
-A recipe is one flat YAML mapping whose keys are fields of four dataclasses: `ScriptArguments`
-(below: data, prompts, rewards), the task's `TaskArguments` (`tasks/`), TRL's `GRPOConfig`
-(training) and `ModelConfig` (model, LoRA).
+A recipe is one flat YAML mapping whose keys are fields of five dataclasses: `ScriptArguments`
+(below: data, prompts, rewards), the task's `TaskArguments` (`tasks/`), the backend's
+`BackendArguments` (`modeling.py`), TRL's `GRPOConfig` (training) and `ModelConfig` (model,
+LoRA).
 Any key can be overridden on the command line (`--learning_rate 1e-5`). A key that the installed
 TRL does not know fails the parse, which is how stale tutorial fields are caught early.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .errors import UserError
+from .modeling import BackendArguments  # first: the Unsloth backend must load before trl
 from .tasks import TaskArguments
 
 DEFAULT_RECIPE = Path("configs/grpo.yaml")
@@ -69,22 +71,30 @@ class Recipe(NamedTuple):
 
     script: ScriptArguments
     task: TaskArguments
+    backend: BackendArguments
     training: object  # trl.GRPOConfig
     model: object  # trl.ModelConfig
 
 
 def recipe_parser():
-    """TRL's parser over the four dataclasses of a recipe."""
+    """TRL's parser over the five dataclasses of a recipe."""
     from trl import GRPOConfig, ModelConfig, TrlParser
 
     return TrlParser(
-        (ScriptArguments, TaskArguments, GRPOConfig, ModelConfig),
+        (ScriptArguments, TaskArguments, BackendArguments, GRPOConfig, ModelConfig),
         description="GRPO training: --config configs/grpo.yaml [--any_recipe_field value ...]",
     )
 
 
+def recipe_fields() -> set[str]:
+    """Every key a recipe may hold with the installed libraries."""
+    import dataclasses
+
+    return {f.name for t in recipe_parser().dataclass_types for f in dataclasses.fields(t)}
+
+
 def parse_recipe(argv: Sequence[str] | None = None) -> Recipe:
-    """Parse `--config <recipe>` plus command-line overrides into the four dataclasses.
+    """Parse `--config <recipe>` plus command-line overrides into the five dataclasses.
 
     Without `--config`, `configs/grpo.yaml` is used when it exists. `--smoke` inserts the
     overrides of `smoke.py` between the recipe and the user's own overrides.
@@ -100,7 +110,7 @@ def parse_recipe(argv: Sequence[str] | None = None) -> Recipe:
     if "--smoke" in args:
         from .smoke import smoke_arguments
 
-        args = smoke_arguments() + args
+        args = smoke_arguments(recipe_fields()) + args
     try:
         return Recipe(*recipe_parser().parse_args_and_config(args))
     except ValueError as err:

@@ -13,11 +13,20 @@ class UserError(Exception):
     """A problem with the input (recipe, data, paths) that the message explains how to fix."""
 
 
+def show_progress_logs() -> None:
+    """INFO logs of this package on stderr, whatever other libraries did to the root logger."""
+    package = logging.getLogger(__package__)
+    if not package.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        package.addHandler(handler)
+        package.setLevel(logging.INFO)
+        package.propagate = False
+
+
 def run(main: Callable[[Sequence[str] | None], None], argv: Sequence[str] | None = None) -> int:
     """Run a command's main; a `UserError` becomes `error: ...` on stderr and exit code 2."""
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=False
-    )
+    show_progress_logs()
     try:
         main(argv)
     except UserError as err:

@@ -92,6 +92,14 @@ def chat(prompt: str, system_prompt: str = "") -> list[dict]:
     return messages
 
 
+def prompt_texts(tokenizer, conversations: list[list[dict]]) -> list[str]:
+    """The conversations rendered by the chat template, ready for the assistant's turn."""
+    return [
+        tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
+        for c in conversations
+    ]
+
+
 def generate(
     model,
     tokenizer,
@@ -102,10 +110,7 @@ def generate(
     """Completions for a batch of conversations; greedy when temperature is 0."""
     import torch
 
-    texts = [
-        tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
-        for c in conversations
-    ]
+    texts = prompt_texts(tokenizer, conversations)
     inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
     inputs = inputs.to(model.device)
     sampling = (

@@ -60,6 +60,9 @@ def gpu_check(argv: Sequence[str] | None = None) -> dict:
         "torch_peak_reserved_gib": round(torch.cuda.max_memory_reserved(0) / GIB, 2),
         "card_used_gib": round((card_total - free) / GIB, 2),
         "steps": trainer.state.global_step,
+        "trainer": type(trainer).__name__,
+        "use_vllm": bool(trainer.args.use_vllm),
+        "load_in_4bit": bool(getattr(trainer.model, "is_loaded_in_4bit", False)),
         "model": trainer.model.config._name_or_path,
     }
     figures["reserved_over_estimate"] = round(

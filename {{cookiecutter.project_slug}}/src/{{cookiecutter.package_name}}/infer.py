@@ -7,6 +7,8 @@
 
 `--model` takes a merged folder, a training output folder (LoRA adapter on its base model) or a Hub
 id. The system prompt defaults to the recipe's, so the model sees the format it was trained on.
+With the Unsloth backend, a recipe with `fast_inference: true` on a GPU with vLLM generates through
+Unsloth's `fast_generate` with the saved adapter; otherwise generation is plain transformers.
 """
 
 from __future__ import annotations
@@ -17,8 +19,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import modeling  # first: the Unsloth backend patches transformers on import
 from .errors import UserError, run
-from .generation import chat, generate, load_model_for_inference, load_tokenizer_for, recipe_values
+from .generation import (
+    chat,
+    generate,
+    load_model_for_inference,
+    load_tokenizer_for,
+    prompt_texts,
+    recipe_values,
+)
 from .tasks import message_text
 
 
@@ -89,12 +99,17 @@ def infer(argv: Sequence[str] | None = None) -> list[str]:
     prompts = [args.prompt] if args.prompt else read_prompts(args.prompts_file, args.prompt_column)
     prompts = prompts[: args.limit] if args.limit else prompts
     tokenizer = load_tokenizer_for(args.model)
-    model = load_model_for_inference(args.model, args.dtype, args.device)
+    fast = modeling.fast_generator(args.model, recipe_values())
+    model = None if fast else load_model_for_inference(args.model, args.dtype, args.device)
     batches = [prompts[i : i + args.batch_size] for i in range(0, len(prompts), args.batch_size)]
     completions: list[str] = []
     steps = track(batches, description="Generating") if len(batches) > 1 else batches
     for batch in steps:
         conversations = [chat(p, args.system_prompt) for p in batch]
+        if fast:
+            texts = prompt_texts(tokenizer, conversations)
+            completions += fast(texts, args.max_new_tokens, args.temperature)
+            continue
         completions += generate(
             model, tokenizer, conversations, args.max_new_tokens, args.temperature
         )

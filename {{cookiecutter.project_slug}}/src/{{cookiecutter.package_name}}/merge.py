@@ -16,19 +16,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import modeling  # first: the Unsloth backend patches transformers on import
 from .errors import UserError, run
 from .generation import (
+    base_model_of,
     chat,
     check_model_dir,
     default_device,
     generate,
     is_adapter,
     load_model_for_inference,
-    load_tokenizer_for,
     recipe_values,
 )
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
 
 CHECK_PROMPTS = (
     "What is 12 + 30?",
@@ -84,8 +85,7 @@ def merge(argv: Sequence[str] | None = None) -> Path:
     if args.output.exists() and not args.overwrite:
         raise UserError(f"{args.output} already exists; pass --overwrite to replace it")
     device = args.device or default_device()
-    tokenizer = load_tokenizer_for(args.run_dir)
-    model = load_model_for_inference(args.run_dir, args.dtype, device)
+    model, tokenizer = modeling.load_for_merge(str(args.run_dir), args.dtype, device)
     prompts = [chat(p, args.system_prompt) for p in CHECK_PROMPTS]
 
     expected = base = None
@@ -95,16 +95,12 @@ def merge(argv: Sequence[str] | None = None) -> Path:
             with model.disable_adapter():
                 base = generate(model, tokenizer, prompts, args.max_new_tokens)
     if is_adapter(args.run_dir):
-        logger.info(
-            "merging the adapter into %s", model.peft_config["default"].base_model_name_or_path
-        )
-        model = model.merge_and_unload()
+        logger.info("merging the adapter into %s", base_model_of(args.run_dir))
 
     staging = args.output.with_name(args.output.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
+        modeling.save_merged(model, tokenizer, str(staging))
         if expected is not None:
             verify(staging, tokenizer, prompts, expected, base, args, device)
         if args.output.exists():

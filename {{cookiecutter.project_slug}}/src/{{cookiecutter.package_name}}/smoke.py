@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .project import EXAMPLE_PROMPT, SAMPLE_DATA
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
 
 TINY_MODEL_DIR = Path("outputs/tiny-model")
 SMOKE_OUTPUT_DIR = Path("outputs/smoke")
@@ -35,11 +35,14 @@ SMOKE_OVERRIDES: dict[str, str] = {
     "bf16": "false",
     "fp16": "false",
     "dtype": "float32",
-    "use_vllm": "false",
     "load_in_4bit": "false",
     "load_in_8bit": "false",
     "optim": "adamw_torch",
-    "activation_checkpointing": "false",
+    "activation_checkpointing": "false",  # transformers 5.24 (gradient_checkpointing before)
+    "gradient_checkpointing": "false",
+    "fast_inference": "false",  # Unsloth backend
+    "max_seq_length": "2048",  # Unsloth backend
+    "use_vllm": "false",
     "warmup_steps": "0",
     # Small and short: 2 optimizer steps of 4 completions (one prompt x 4 generations).
     "max_steps": "2",
@@ -56,8 +59,9 @@ SMOKE_OVERRIDES: dict[str, str] = {
 }
 
 
-def smoke_arguments() -> list[str]:
-    """Command-line overrides for a smoke run; builds the tiny model on first use."""
+def smoke_arguments(fields: set[str]) -> list[str]:
+    """Command-line overrides for a smoke run (those among the parser's `fields`); builds the
+    tiny model on first use."""
     if not (TINY_MODEL_DIR / "config.json").is_file():
         from .tiny_model import build_tiny_model
 
@@ -65,7 +69,8 @@ def smoke_arguments() -> list[str]:
         build_tiny_model(TINY_MODEL_DIR)
     args: list[str] = []
     for key, value in SMOKE_OVERRIDES.items():
-        args += [f"--{key}", value]
+        if key in fields:
+            args += [f"--{key}", value]
     return args
 
 

@@ -14,12 +14,16 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from . import data, modeling, rewards
+from . import (
+    data,
+    modeling,  # first: the Unsloth backend patches trl/transformers on import
+    rewards,
+)
 from .config import parse_recipe
 from .errors import UserError, run
 from .tasks import TASK
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
 
 
 def last_checkpoint(output_dir: str) -> str | None:
@@ -45,8 +49,8 @@ def build_trainer(recipe):
     """Everything up to a ready `GRPOTrainer` (also used by tests and the learning check)."""
     from trl import GRPOTrainer
 
-    script_args, task_args, training_args, model_args = recipe
-    modeling.check_gpu_packages(training_args, model_args)
+    script_args, task_args, _, training_args, model_args = recipe
+    modeling.check_gpu_packages(recipe)
     TASK.configure(task_args)
     rows = data.load_training_rows(script_args, task_args)
     reward_funcs = rewards.resolve(script_args.reward_funcs)
@@ -55,19 +59,18 @@ def build_trainer(recipe):
     tokenizer = modeling.load_tokenizer(model_args, training_args.trust_remote_code)
     rows, stats = data.prepare(rows, tokenizer, script_args, task_args)
     logger.info("training on %d prompts (%d dropped as too long)", stats.kept, stats.dropped)
-    quantization = modeling.model_loading(model_args, training_args)
     try:
-        return GRPOTrainer(
-            model=model_args.model_name_or_path,
+        trainer = GRPOTrainer(
             reward_funcs=reward_funcs,
             args=training_args,
             train_dataset=rows,
             processing_class=tokenizer,
-            peft_config=modeling.lora_config(model_args),
-            quantization_config=quantization,
+            **modeling.trainer_model(recipe),
         )
     except OSError as err:
         raise modeling.ModelError(modeling.hub_hint(model_args.model_name_or_path, err)) from err
+    modeling.check_trainer(trainer)
+    return trainer
 
 
 def train(argv: Sequence[str] | None = None):
