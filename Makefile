@@ -24,8 +24,8 @@ demo: ## Generate the default project into build/demo, install it, run its offli
 	$(MAKE) -C build/demo/my-grpo-project install smoke PYTHON=$(PYTHON)
 
 lint: ## ruff on the template's own Python
-	$(PYTHON) -m ruff check grpo_template tests
-	$(PYTHON) -m ruff format --check grpo_template tests
+	$(PYTHON) -m ruff check grpo_template tests benchmarks
+	$(PYTHON) -m ruff format --check grpo_template tests benchmarks
 
 questions: ## Regenerate cookiecutter.json from the catalog, tiers and tasks
 	$(PYTHON) -m grpo_template.questions --write

@@ -96,15 +96,17 @@ def measure(project: Path, seconds: float) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def measure_all(seconds: float) -> dict[str, dict]:
+    """{task: figures} for every task (each baked into a temporary folder)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return {task: measure(bake(task, Path(tmp)), seconds) for task in TASKS}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="measuring time per figure")
     args = parser.parse_args()
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for task in TASKS:
-            figures = measure(bake(task, Path(tmp)), args.seconds)
-            rows.append((task, figures))
+    rows = list(measure_all(args.seconds).items())
     print(
         f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, Python "
         f"{platform.python_version()}; ideal completions of the sample data, batches of 16.\n"

@@ -19,7 +19,7 @@ from .catalog import ModelSpec
 from .tuning import DoesNotFit, Plan, plan
 
 BACKENDS = ("transformers", "unsloth")
-TRACKERS = ("none", "tensorboard")
+TRACKERS = ("none", "tensorboard", "trackio", "wandb")
 
 _NAME_RE = re.compile(r"^[\w][\w .,'()+-]{0,79}$")
 _SLUG_RE = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$")

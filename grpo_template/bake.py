@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import recipe, stack
+from . import recipe, stack, stages
 from .answers import Answers
 
 
@@ -109,6 +109,10 @@ def values(answers: Answers) -> dict:
         "distribution": distribution(plan),
         "example_prompt": plan.task.example_prompt,
         "rewards_table": rewards_table(answers),
+        "stages_yaml": stages.render(plan),
+        "metric_note": plan.task.metric_note,
+        "tracker_note": recipe.TRACKER_NOTES[answers.tracker],
+        "reward_weights_plus_one": " ".join(f"{r.weight:g}" for r in plan.task.rewards) + " 0.5",
         "first_reward": plan.task.rewards[0].name,
         "sample_what": plan.task.sample_what,
         "sample_source": plan.task.sample_source,

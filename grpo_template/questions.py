@@ -75,6 +75,8 @@ def questions() -> dict:
                 "__prompt__": "Experiment tracker",
                 "none": "none (console and files only)",
                 "tensorboard": "TensorBoard (local event files)",
+                "trackio": "Trackio (local database; a Hub Space if you set one)",
+                "wandb": "Weights & Biases (offline unless WANDB_API_KEY is set)",
             },
         },
     }

@@ -13,7 +13,12 @@ from dataclasses import dataclass
 
 from .tuning import Plan
 
-TRACKERS = ("none", "tensorboard")
+TRACKER_NOTES = {
+    "none": "no tracker: metrics in the console, trainer_state.json and `make report`",
+    "tensorboard": "event files in output_dir/runs: tensorboard --logdir outputs",
+    "trackio": "local database (TRACKIO_DIR); `trackio show` opens the dashboard",
+    "wandb": "offline unless WANDB_API_KEY is set; `wandb sync` uploads later",
+}
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,10 @@ def yaml_scalar(value: object) -> str:
     if isinstance(value, list | tuple):
         return "[" + ", ".join(yaml_scalar(v) for v in value) + "]"
     raise TypeError(f"no YAML form for {type(value).__name__}")
+
+
+def max_steps(plan: Plan) -> int:
+    return 50 if not plan.tier.is_gpu else 500
 
 
 def run_name(plan: Plan) -> str:
@@ -127,11 +136,7 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
             Entry("learning_rate", plan.learning_rate, _lr_comment(plan)),
             Entry("lr_scheduler_type", "cosine", "decay to 0 by max_steps"),
             Entry("warmup_steps", 10, "transformers 5 has no warmup_ratio"),
-            Entry(
-                "max_steps",
-                50 if not tier.is_gpu else 500,
-                "optimizer steps; raise for longer runs",
-            ),
+            Entry("max_steps", max_steps(plan), "optimizer steps; raise for longer runs"),
             Entry(
                 "per_device_train_batch_size",
                 plan.per_device_train_batch_size,
@@ -168,7 +173,7 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
             Entry("logging_steps", 5, "watch reward, reward_std and completions/clipped_ratio"),
             Entry("save_steps", 50, "checkpoint every 50 steps (a rerun resumes from the last)"),
             Entry("save_total_limit", 3, "keep the 3 newest checkpoints"),
-            Entry("report_to", tracker, "experiment tracker"),
+            Entry("report_to", tracker, TRACKER_NOTES[tracker]),
             Entry(
                 "log_completions",
                 True,
@@ -178,7 +183,7 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
             Entry("seed", 42),
         ),
     )
-    result = [data]
+    result = [data, _watch_section()]
     if plan.backend == "unsloth":
         result.append(
             Section("Unsloth (BackendArguments, src/<package>/modeling.py)", _unsloth_entries(plan))
@@ -208,6 +213,40 @@ def render(plan: Plan, tracker: str, header: str) -> str:
 def values(plan: Plan, tracker: str) -> dict:
     """The recipe as a dict (what `yaml.safe_load` of the rendered file must give)."""
     return {e.key: e.value for s in sections(plan, tracker) for e in s.entries}
+
+
+def _watch_section() -> Section:
+    """Health checks, reward weighting and an optional reward model (ScriptArguments)."""
+    return Section(
+        "health checks and reward weighting (ScriptArguments, src/<package>/config.py)",
+        (
+            Entry(
+                "health_zero_std_max",
+                0.8,
+                "warn when this share of groups scores all completions alike (no signal)",
+            ),
+            Entry("health_kl_max", 0.5, "warn above this kl (logged only when beta > 0)"),
+            Entry("health_entropy_min", 0.05, "warn below this token entropy: collapse"),
+            Entry("health_clipped_max", 0.3, "warn when this share of completions is cut off"),
+            Entry("health_flat_logs", 20, "logs without reward movement that make a plateau"),
+            Entry(
+                "health_stop_on_fatal",
+                False,
+                "true: checkpoint and stop when a problem persists (e.g. no reward spread)",
+            ),
+            Entry(
+                "adaptive_reward_weights",
+                False,
+                "true: raise weights of rewards rarely met, lower those mastered",
+            ),
+            Entry(
+                "reward_model",
+                None,
+                "a sequence-classification reward model (Hub id or folder), scored with the "
+                "functions; add its weight last to reward_weights",
+            ),
+        ),
+    )
 
 
 def checkpointing_key(plan: Plan) -> str:

@@ -35,9 +35,15 @@ COMMON = (
     "math-verify>=0.9,<0.10",
     "pyyaml>=6",
     "rich>=13",
+    "matplotlib>=3.9",  # the report command's plots
 )
 
-TRACKER_PACKAGES = {"none": (), "tensorboard": ("tensorboard>=2.18",)}
+TRACKER_PACKAGES = {
+    "none": (),
+    "tensorboard": ("tensorboard>=2.18",),
+    "trackio": ("trackio>=0.43,<0.44",),
+    "wandb": ("wandb>=0.31,<0.32",),
+}
 
 DEV = ("pytest>=8", "hypothesis>=6.100", "ruff>=0.15")
 

@@ -17,6 +17,7 @@ class Reward:
     name: str
     weight: float
     why: str  # one-line comment placed next to it in the recipe
+    kind: str = "format"  # correctness, format or length: the staged recipe trains format first
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class TaskSpec:
     sample_what: str  # the shipped sample file: what it holds
     sample_source: str  # where it comes from
     sample_license: str
+    metric_note: str = ""  # the evaluation metrics (the task file's TASK.metrics), in words
     arguments: tuple[Argument, ...] = ()
     extra_dependencies: tuple[str, ...] = ()
 
@@ -73,10 +75,12 @@ MATH = TaskSpec(
         "a LaTeX expression, without units."
     ),
     rewards=(
-        Reward("math_correctness", 2.0, "1 if the final answer equals the gold answer"),
+        Reward(
+            "math_correctness", 2.0, "1 if the final answer equals the gold answer", "correctness"
+        ),
         STRICT,
         PARTIAL,
-        Reward("soft_overlong", 0.5, OVERLONG_WHY),
+        Reward("soft_overlong", 0.5, OVERLONG_WHY, "length"),
     ),
     completion_tokens=512,
     prompt_tokens=384,
@@ -88,6 +92,7 @@ MATH = TaskSpec(
     sample_what="first 32 rows of the GSM8K test split (`question`, `answer`)",
     sample_source="github.com/openai/grade-school-math, `grade_school_math/data/test.jsonl`",
     sample_license="MIT, Copyright (c) 2021 OpenAI",
+    metric_note="`accuracy`, the final answer equals the gold answer (math-verify)",
 )
 
 CODE = TaskSpec(
@@ -104,10 +109,15 @@ CODE = TaskSpec(
         "block that defines the function the tests call, without tests or example usage."
     ),
     rewards=(
-        Reward("code_correctness", 2.0, "fraction of the row's tests passed in the sandbox"),
+        Reward(
+            "code_correctness",
+            2.0,
+            "fraction of the row's tests passed in the sandbox",
+            "correctness",
+        ),
         Reward("code_block_format", 0.5, "1 for exactly one ```python block in the answer"),
         PARTIAL,
-        Reward("soft_overlong", 0.5, OVERLONG_WHY),
+        Reward("soft_overlong", 0.5, OVERLONG_WHY, "length"),
     ),
     completion_tokens=768,
     prompt_tokens=768,
@@ -122,6 +132,7 @@ CODE = TaskSpec(
     sample_what="24 MBPP-style problems (`text`, `code`, `test_list`, `test_setup_code`)",
     sample_source=WRITTEN_HERE,
     sample_license=WRITTEN_LICENSE,
+    metric_note="`pass_rate`, the share of the row's tests the program passes",
     arguments=(
         Argument("sandbox_workers", 2, "programs run in parallel when scoring a batch"),
         Argument("sandbox_timeout", 5.0, "wall-clock seconds per program, tests included"),
@@ -147,10 +158,15 @@ JSON = TaskSpec(
         "fence is allowed)."
     ),
     rewards=(
-        Reward("json_field_match", 2.0, "fraction of the reference object's fields matched"),
+        Reward(
+            "json_field_match",
+            2.0,
+            "fraction of the reference object's fields matched",
+            "correctness",
+        ),
         Reward("json_schema_valid", 1.0, "1 if the JSON validates against the row's schema"),
         Reward("json_only", 0.5, "1 for nothing but JSON, -1 for no JSON"),
-        Reward("soft_overlong", 0.25, OVERLONG_WHY),
+        Reward("soft_overlong", 0.25, OVERLONG_WHY, "length"),
     ),
     completion_tokens=384,
     prompt_tokens=1024,
@@ -163,6 +179,9 @@ JSON = TaskSpec(
     sample_what="20 extraction requests (`prompt` chat, `completion` JSON, `schema`)",
     sample_source=WRITTEN_HERE,
     sample_license=WRITTEN_LICENSE,
+    metric_note=(
+        "`field_f1` (fields right vs. fields given and expected), `field_match` and `schema_valid`"
+    ),
     arguments=(Argument("schema_column", "schema", "column with each row's JSON Schema"),),
     extra_dependencies=("jsonschema>=4.20,<5",),
 )
@@ -182,10 +201,12 @@ CLASSIFICATION = TaskSpec(
         "<answer> </answer> tags."
     ),
     rewards=(
-        Reward("label_correctness", 2.0, "1 if the answered label is the gold label"),
+        Reward(
+            "label_correctness", 2.0, "1 if the answered label is the gold label", "correctness"
+        ),
         Reward("label_in_set", 0.5, "1 if the answer is one of the labels"),
         Reward("answer_tag_format", 0.5, "1 for one single-line <answer> block at the end"),
-        Reward("soft_overlong", 0.25, OVERLONG_WHY),
+        Reward("soft_overlong", 0.25, OVERLONG_WHY, "length"),
     ),
     completion_tokens=256,
     prompt_tokens=512,
@@ -198,6 +219,7 @@ CLASSIFICATION = TaskSpec(
     sample_what="24 news-style sentences (`text`, `label`)",
     sample_source=WRITTEN_HERE,
     sample_license=WRITTEN_LICENSE,
+    metric_note="`accuracy` (the gold label) and `valid_label` (one of the labels)",
     arguments=(
         Argument("labels", ["World", "Sports", "Business", "Sci/Tech"], "the allowed answers"),
     ),
@@ -216,7 +238,9 @@ CUSTOM = TaskSpec(
         "Answer the question. " + FORMAT_INSTRUCTIONS + " The answer is a word or a short phrase."
     ),
     rewards=(
-        Reward("exact_answer", 2.0, "1 if the answer equals the gold answer (edit it)"),
+        Reward(
+            "exact_answer", 2.0, "1 if the answer equals the gold answer (edit it)", "correctness"
+        ),
         STRICT,
         PARTIAL,
     ),
@@ -231,6 +255,7 @@ CUSTOM = TaskSpec(
     sample_what="20 short-answer questions (`question`, `answer`)",
     sample_source=WRITTEN_HERE,
     sample_license=WRITTEN_LICENSE,
+    metric_note="`accuracy` of `exact_answer`; list your own in the task file's `TASK.metrics`",
 )
 
 TASKS: dict[str, TaskSpec] = {t.name: t for t in (MATH, CODE, JSON, CLASSIFICATION, CUSTOM)}

@@ -49,22 +49,46 @@ def test_default_project_lint(default_project):
     assert_ok(make(default_project, "lint"))
 
 
+# The tests a tier changes: the recipe it renders, the doctor's checks and (multi-GPU) the launch
+# plan. Full fine-tuning or LoRA, also chosen by the tier, is covered by `make smoke` everywhere
+# and by the math project's suite on every tier.
+TIER_TESTS = ["tests/test_recipe.py", "tests/test_doctor.py"]
+
+
+def test_arguments(task: str, tier: str) -> list[str]:
+    """What `make test` runs for this grid cell (each suite costs 20-100 s of a worker)."""
+    multi = tier in ("multi-gpu", "multi-node")
+    if tier == "24GB":  # every task's whole suite; the 2-process DDP test once
+        return [] if task == "math" else ['ARGS=-m "not distributed"']
+    if task == "math":  # the math project's suite on every tier, without slow tests
+        return ['ARGS=-m "distributed or not slow"' if multi else 'ARGS=-m "not slow"']
+    files = [*TIER_TESTS, "tests/test_launch.py"] if multi else TIER_TESTS
+    return [f'ARGS={" ".join(files)} -m "not slow"']
+
+
 @pytest.mark.parametrize("variant", list(GRID))
 def test_every_task_and_tier_passes_make_test_and_make_smoke(cookies, variant):
     project = bake_ok(cookies, **GRID[variant])
-    # The 2-process distributed test (10 s of start-up) runs in the default and multi-GPU
-    # projects; in the others the rest of `make test` runs.
-    multi = GRID[variant]["gpu_tier"] in ("multi-gpu", "multi-node")
-    default = variant == "math-24GB"
-    args = [] if multi or default else ['ARGS=-m "not distributed"']
-    assert_ok(make(project, "test", extra=args))
+    assert_ok(make(project, "test", extra=test_arguments(**_cell(variant))))
     check_smoke_output(project, make(project, "smoke"))
+
+
+def _cell(variant: str) -> dict:
+    return {"task": GRID[variant]["task_type"], "tier": GRID[variant]["gpu_tier"]}
 
 
 @pytest.mark.parametrize("variant", list(FAMILIES))
 def test_every_architecture_family_runs_the_smoke_pipeline(cookies, variant):
     project = bake_ok(cookies, **FAMILIES[variant])
     check_smoke_output(project, make(project, "smoke"))
+
+
+@pytest.mark.parametrize("tracker", ["tensorboard", "trackio", "wandb"])
+def test_every_tracker_records_a_run_offline(cookies, tracker):
+    project = bake_ok(cookies, tracker=tracker)
+    result = run_in(project, sys.executable, "-m", "pytest", "-q", "tests/test_tracking.py")
+    assert_ok(result)
+    assert "1 passed" in result.stdout
 
 
 def test_readme_install_command_then_smoke(cookies, tmp_path):

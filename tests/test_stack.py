@@ -10,8 +10,10 @@ from packaging.requirements import Requirement
 
 from grpo_template import stack
 
+TRACKERS = tuple(r for packages in stack.TRACKER_PACKAGES.values() for r in packages)
 
-@pytest.mark.parametrize("requirement", stack.TRANSFORMERS_STACK + stack.COMMON)
+
+@pytest.mark.parametrize("requirement", stack.TRANSFORMERS_STACK + stack.COMMON + TRACKERS)
 def test_installed_versions_are_inside_the_pins(requirement):
     parsed = Requirement(requirement)
     assert parsed.specifier.contains(metadata.version(parsed.name), prereleases=True)

@@ -1,12 +1,14 @@
 """The Unsloth backend in its own environment: unsloth 2026.10.9 caps trl, transformers and
 datasets below the Transformers backend's pins, so its projects install into a separate virtual
-environment (`.venvs/unsloth`, built once by the baked project's own `make install` and reused
-while the pins are unchanged). There, on CPU:
+environment (`.venvs/unsloth`, built once by an Unsloth project's own `make install` plus every
+task's extra packages, under a file lock so that parallel workers share it, and reused while the
+pins are unchanged; the tests only read it). There, on CPU:
 
 * the pins hold and `import unsloth` works (torchvision removed by `make install`);
 * every Unsloth recipe the template can bake parses with an Unsloth project's parser;
-* a project per task (the shared data, rewards and task code on this stack) and per single-GPU
-  tier (its recipe, smoke-overridden) passes `make test` and `make smoke`.
+* a project per task (the shared data, rewards and task code on this stack) passes its whole
+  `make test` (the learning test included) and `make smoke`; a project per single-GPU tier
+  passes its recipe tests and `make smoke` (its recipe, smoke-overridden).
 """
 
 from __future__ import annotations
@@ -22,11 +24,11 @@ import pytest
 from conftest import ROOT, assert_ok, bake_ok, run_in
 from matrix import VALID
 
-from grpo_template import recipe, stack
+from grpo_template import recipe, stack, tasks
 from grpo_template.answers import Answers
 from grpo_template.bake import recipe_header
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("unsloth")]
+pytestmark = pytest.mark.slow
 
 VENV = ROOT / ".venvs" / "unsloth"
 STAMP = VENV / "grpo-template-stack.json"
@@ -53,20 +55,28 @@ def fresh_venv() -> None:
     subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
 
 
-@pytest.fixture(scope="module")
+def task_extras() -> list[str]:
+    return sorted({r for task in tasks.TASKS.values() for r in task.extra_dependencies})
+
+
+@pytest.fixture(scope="session")
 def unsloth_python(cookies_session) -> str:
-    """The Unsloth environment, installed by an Unsloth project's `make install`."""
-    project = bake_ok(cookies_session, backend="unsloth", gpu_tier="cpu", project_slug="u-env")
-    wanted = json.dumps(stack.dependencies("unsloth", "none"))
-    if not (STAMP.is_file() and STAMP.read_text() == wanted):
+    """The Unsloth environment: an Unsloth project's `make install`, then every task's extras."""
+    from filelock import FileLock
+
+    python = str(VENV / "bin" / "python")
+    wanted = json.dumps([*stack.dependencies("unsloth", "none"), *task_extras()])
+    VENV.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(VENV) + ".lock"):
+        if STAMP.is_file() and STAMP.read_text() == wanted:
+            return python
+        project = bake_ok(cookies_session, backend="unsloth", gpu_tier="cpu", project_slug="u-env")
         fresh_venv()
-    result = make(project, "install")
-    if result.returncode != 0:  # a reused environment left broken by an interrupted run
-        fresh_venv()
-        result = make(project, "install")
-    assert_ok(result)
-    STAMP.write_text(wanted)
-    return str(VENV / "bin" / "python")
+        assert_ok(make(project, "install"))
+        extras = run_in(project, python, "-m", "pip", "install", *task_extras(), timeout=900)
+        assert_ok(extras)
+        STAMP.write_text(wanted)
+    return python
 
 
 CHECK_PINS = """
@@ -132,9 +142,14 @@ def test_unsloth_recipes_load_into_the_unsloth_stack(
 def test_unsloth_project_passes_make_test_and_make_smoke(unsloth_python, cookies, variant):
     project = bake_ok(cookies, backend="unsloth", **PROJECTS[variant])
     assert (project / "tests" / "test_unsloth.py").is_file()
-    assert_ok(make(project, "install"))  # adds the task's own packages (e.g. jsonschema)
-    # Unsloth projects train in one process: the 2-process DDP test is not theirs to run.
-    assert_ok(make(project, "test", extra=['ARGS=-m "not distributed" -p no:cacheprovider']))
+    # Unsloth projects train in one process: the 2-process DDP test is not theirs to run. Each
+    # task's cpu project runs every other test (learning, kill-and-resume included); a GPU
+    # tier changes only the recipe, so its project runs the tests that read the recipe.
+    if PROJECTS[variant]["gpu_tier"] == "cpu":
+        args = 'ARGS=-m "not distributed" -p no:cacheprovider'
+    else:
+        args = 'ARGS=tests/test_recipe.py tests/test_doctor.py tests/test_unsloth.py -m "not slow"'
+    assert_ok(make(project, "test", extra=[args]))
     result = make(project, "smoke")
     assert_ok(result)
     assert "merge check passed" in result.stdout

@@ -5,12 +5,13 @@ from pathlib import Path
 
 import pytest
 
-# The backend first: Unsloth must be imported before transformers (tiny_model imports it).
-import {{ cookiecutter.package_name }}.config  # noqa: E402, F401, I001
-
+# Offline before anything imports huggingface_hub (it reads these once, on import).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# The backend first: Unsloth must be imported before transformers (tiny_model imports it).
+import {{ cookiecutter.package_name }}.config  # noqa: E402, F401, I001
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 RECIPE = "configs/grpo.yaml"
@@ -72,3 +73,32 @@ def tiny_tokenizer(tiny_model_dir):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+def smoke_train(tiny_model_dir, output_dir, *extra):
+    """Train the recipe offline (--smoke) on the tiny model into `output_dir`."""
+    from {{ cookiecutter.package_name }} import train
+
+    return train.train(
+        [
+            "--config", RECIPE, "--smoke", "--model_name_or_path", str(tiny_model_dir),
+            "--output_dir", str(output_dir), *extra,
+        ]
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def logged_run(tiny_model_dir, tmp_path_factory) -> Path:
+    """A 4-step smoke run that logs every step and its completions (for report, evaluate and
+    the run record), with adaptive reward weights on."""
+    run_dir = tmp_path_factory.mktemp("logged") / "run"
+    previous = Path.cwd()
+    os.chdir(PROJECT_ROOT)
+    try:
+        smoke_train(
+            tiny_model_dir, run_dir, "--max_steps", "4", "--log_completions", "true",
+            "--adaptive_reward_weights", "true",
+        )  # fmt: skip
+    finally:
+        os.chdir(previous)
+    return run_dir

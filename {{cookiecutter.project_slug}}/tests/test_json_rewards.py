@@ -55,6 +55,20 @@ def test_json_field_match(completion, expected):
     assert score("json_field_match", completion, answer=REFERENCE) == pytest.approx(expected)
 
 
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ('{"name": "Maria", "age": 34}', 1.0),
+        ('{"name": "Maria", "age": 34, "extra": true}', 0.8),  # precision 2/3, recall 1
+        ('{"name": "Maria"}', pytest.approx(2 / 3)),  # precision 1, recall 1/2
+        ('{"name": "Ana", "age": 1}', 0.0),
+        ("no json", 0.0),
+    ],
+)
+def test_json_field_f1_counts_extra_fields_too(completion, expected):
+    assert score("json_field_f1", completion, answer=REFERENCE) == pytest.approx(expected)
+
+
 def test_field_match_covers_nested_lists():
     reference = json.dumps({"items": [{"id": 1}, {"id": 2}]})
     half = json.dumps({"items": [{"id": 1}, {"id": 3}]})

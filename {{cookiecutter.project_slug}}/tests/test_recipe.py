@@ -4,9 +4,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from {{ cookiecutter.package_name }}.config import parse_recipe
+from {{ cookiecutter.package_name }} import config
+from {{ cookiecutter.package_name }}.config import parse_recipe, recipe_file_values
 from {{ cookiecutter.package_name }}.errors import UserError
 from {{ cookiecutter.package_name }}.rewards import REGISTRY
 
@@ -14,7 +14,7 @@ RECIPE = Path("configs/grpo.yaml")
 
 
 def recipe_values() -> dict:
-    return yaml.safe_load(RECIPE.read_text())
+    return recipe_file_values(RECIPE)  # with configs/local.yaml, if you have one
 
 
 # Fields Unsloth's CPU fallback rewrites when the config is built (bf16/fp16 by what the CPU
@@ -106,3 +106,24 @@ def test_smoke_overrides_make_any_recipe_cpu_and_tiny():
     assert model_args.model_name_or_path == "outputs/tiny-model"
     assert training_args.max_steps == 2
     assert script_args.reward_funcs == recipe_values()["reward_funcs"]
+
+
+def test_local_yaml_applies_on_top_of_the_generated_recipe(tmp_path, monkeypatch):
+    local = tmp_path / "local.yaml"
+    local.write_text("max_steps: 7\nsystem_prompt: mine\n")
+    monkeypatch.setattr(config, "LOCAL_RECIPE", local)
+    recipe = parse("--learning_rate", "3e-5")
+    assert recipe.training.max_steps == 7 and recipe.script.system_prompt == "mine"
+    assert recipe.training.learning_rate == pytest.approx(3e-5)  # the command line still wins
+    assert recipe_file_values(RECIPE)["max_steps"] == 7
+    other = tmp_path / "other.yaml"
+    other.write_text(RECIPE.read_text())
+    assert parse_recipe(["--config", str(other), "--use_cpu", "true"]).training.max_steps != 7
+
+
+def test_a_broken_local_yaml_is_one_clear_error(tmp_path, monkeypatch):
+    local = tmp_path / "local.yaml"
+    local.write_text("- not a mapping\n")
+    monkeypatch.setattr(config, "LOCAL_RECIPE", local)
+    with pytest.raises(UserError, match="local.yaml: a recipe is a mapping"):
+        parse()

@@ -13,6 +13,14 @@ class UserError(Exception):
     """A problem with the input (recipe, data, paths) that the message explains how to fix."""
 
 
+class Interrupted(Exception):  # noqa: N818 - a stop, not an error
+    """Training stopped on a signal after saving a checkpoint; carries the exit code."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
 def show_progress_logs() -> None:
     """INFO logs of this package on stderr, whatever other libraries did to the root logger."""
     package = logging.getLogger(__package__)
@@ -32,6 +40,8 @@ def run(main: Callable[[Sequence[str] | None], None], argv: Sequence[str] | None
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except Interrupted as stop:
+        return stop.code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

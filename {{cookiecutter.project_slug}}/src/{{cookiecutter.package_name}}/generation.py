@@ -8,19 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
-
-from .config import DEFAULT_RECIPE
+from .config import DEFAULT_RECIPE, recipe_file_values
 from .errors import UserError
 
 
 def recipe_values(path: Path = DEFAULT_RECIPE) -> dict:
-    """The recipe's raw key/values (empty when there is no recipe), for defaults like the
-    system prompt and output_dir."""
-    if not path.is_file():
-        return {}
-    values = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return values if isinstance(values, dict) else {}
+    """The recipe's raw key/values (with `configs/local.yaml` applied; empty when there is no
+    recipe), for defaults like the system prompt and output_dir."""
+    return recipe_file_values(path)
 
 
 def is_adapter(path: Path) -> bool:

@@ -158,6 +158,24 @@ def build_tiny_model(out_dir: Path, arch: str = TINY_ARCH, seed: int = 0) -> Pat
     return out_dir
 
 
+def build_tiny_reward_model(out_dir: Path, seed: int = 0) -> Path:
+    """A tiny random sequence-classification reward model (one score per text) with the same
+    tokenizer, for offline runs of a recipe with `reward_model`."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    tokenizer = build_tokenizer()
+    config = _config("qwen2", tokenizer)
+    config.num_labels = 1
+    torch.manual_seed(seed)
+    model = AutoModelForSequenceClassification.from_config(config)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m {{ cookiecutter.package_name }}.tiny_model",
@@ -171,7 +189,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         help=f"architecture (default {TINY_ARCH})",
     )
     parser.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
+    parser.add_argument(
+        "--reward-model",
+        action="store_true",
+        help="write a tiny sequence-classification reward model instead",
+    )
     args = parser.parse_args(argv)
+    if args.reward_model:
+        path = build_tiny_reward_model(args.out_dir, args.seed)
+        print(f"tiny reward model written to {path}")
+        return
     path = build_tiny_model(args.out_dir, args.arch, args.seed)
     print(f"tiny {args.arch} model written to {path}")
 

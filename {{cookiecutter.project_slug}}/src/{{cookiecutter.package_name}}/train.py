@@ -4,13 +4,16 @@
 
 Order matters for fast failure: the recipe is parsed, the data is loaded and checked, and the
 rewards are resolved before the (slow) model load. A run resumes from the last checkpoint in
-`output_dir` unless `--no-resume` is given; the final adapter (or full model) and tokenizer are
-saved to `output_dir`.
+`output_dir` unless `--no-resume` is given; SIGINT/SIGTERM save a checkpoint and stop (exit
+130/143), so the same command continues the run. While training, the health monitor warns on
+what the logs show (`output_dir/health.jsonl`); at the end the adapter (or full model), the
+tokenizer, `trainer_state.json` and `run_record.json` are in `output_dir`.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -20,7 +23,7 @@ from . import (
     rewards,
 )
 from .config import parse_recipe
-from .errors import UserError, run
+from .errors import Interrupted, UserError, run
 from .tasks import TASK
 
 logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
@@ -37,28 +40,79 @@ def last_checkpoint(output_dir: str) -> str | None:
     return get_last_checkpoint(output_dir)
 
 
-def check_reward_weights(names: list[str], weights: list[float] | None) -> None:
-    if weights is not None and len(weights) != len(names):
+def check_reward_weights(
+    names: list[str], weights: list[float] | None, reward_model: str | None = None
+) -> None:
+    expected = len(names) + (1 if reward_model else 0)
+    if weights is not None and len(weights) != expected:
+        listed = ", ".join([*names, *([f"reward model {reward_model}"] if reward_model else [])])
         raise UserError(
-            f"reward_weights has {len(weights)} values but reward_funcs has {len(names)}: "
-            f"give one weight per reward ({', '.join(names)})"
+            f"reward_weights has {len(weights)} values but there are {expected} rewards: give "
+            f"one weight per reward, in order ({listed})"
         )
 
 
-def build_trainer(recipe):
+def configure_trackers(training_args) -> None:
+    """Trackers run offline unless told otherwise: wandb without an API key logs to ./wandb
+    (`wandb sync` uploads it later); trackio writes its local database by default."""
+    wandb = "wandb" in (training_args.report_to or [])
+    if wandb and not os.environ.get("WANDB_API_KEY") and "WANDB_MODE" not in os.environ:
+        os.environ["WANDB_MODE"] = "offline"
+        logger.info("wandb: offline (no WANDB_API_KEY); upload later with `wandb sync`")
+
+
+def callbacks_for(trainer, recipe) -> list:
+    """The health monitor, and the adaptive reward weights when the recipe asks for them."""
+    from .adaptive_weights import AdaptiveRewardWeights, Policy
+    from .health import HealthMonitor, limits_from
+
+    script_args, training_args = recipe.script, recipe.training
+    correctness = TASK.metrics[0][1] if TASK.metrics else None
+    values = {**vars(script_args), "beta": training_args.beta,
+              "max_completion_length": training_args.max_completion_length}  # fmt: skip
+    limits = limits_from(values, correctness if correctness in script_args.reward_funcs else None)
+    output_dir = training_args.output_dir
+    found = [HealthMonitor(limits, output_dir, script_args.health_stop_on_fatal)]
+    if script_args.adaptive_reward_weights:
+        funcs = rewards.resolve(script_args.reward_funcs)
+        names = [f.__name__ for f in funcs]
+        ranges = [getattr(f, "reward_range", None) for f in funcs]
+        if script_args.reward_model:
+            names.append(script_args.reward_model.rstrip("/").split("/")[-1])
+            ranges.append(None)
+        policy = Policy(
+            low=script_args.adaptive_low,
+            high=script_args.adaptive_high,
+            factor=script_args.adaptive_factor,
+            min_scale=script_args.adaptive_min_scale,
+            max_scale=script_args.adaptive_max_scale,
+        )
+        found.append(AdaptiveRewardWeights(trainer, names, ranges, policy, output_dir))
+    return found
+
+
+def build_trainer(recipe, record=None):
     """Everything up to a ready `GRPOTrainer` (also used by tests and the learning check)."""
     from trl import GRPOTrainer
 
-    script_args, task_args, _, training_args, model_args = recipe
+    script_args, task_args, training_args, model_args = (
+        recipe.script, recipe.task, recipe.training, recipe.model,
+    )  # fmt: skip
     modeling.check_gpu_packages(recipe)
     TASK.configure(task_args)
     rows = data.load_training_rows(script_args, task_args)
     reward_funcs = rewards.resolve(script_args.reward_funcs)
-    check_reward_weights(script_args.reward_funcs, training_args.reward_weights)
+    check_reward_weights(
+        script_args.reward_funcs, training_args.reward_weights, script_args.reward_model
+    )
+    if script_args.reward_model:
+        reward_funcs = [*reward_funcs, script_args.reward_model]  # TRL loads it (num_labels=1)
     rewards.configure(max_completion_length=training_args.max_completion_length)
     tokenizer = modeling.load_tokenizer(model_args, training_args.trust_remote_code)
     rows, stats = data.prepare(rows, tokenizer, script_args, task_args)
     logger.info("training on %d prompts (%d dropped as too long)", stats.kept, stats.dropped)
+    if record is not None:
+        record.start(script_args, rows, stats)
     try:
         trainer = GRPOTrainer(
             reward_funcs=reward_funcs,
@@ -68,22 +122,50 @@ def build_trainer(recipe):
             **modeling.trainer_model(recipe),
         )
     except OSError as err:
-        raise modeling.ModelError(modeling.hub_hint(model_args.model_name_or_path, err)) from err
+        name = model_args.model_name_or_path
+        if script_args.reward_model and script_args.reward_model in str(err):
+            name = script_args.reward_model
+        raise modeling.ModelError(modeling.hub_hint(name, err)) from err
     modeling.check_trainer(trainer)
+    for callback in callbacks_for(trainer, recipe):
+        trainer.add_callback(callback)
     return trainer
 
 
 def train(argv: Sequence[str] | None = None):
     """Parse the recipe, train, save; returns the trainer."""
+    from .health import HealthMonitor
+    from .run_record import RunRecord
+    from .stopping import StopOnSignal
+
+    argv = list(sys.argv[1:] if argv is None else argv)
     recipe = parse_recipe(argv)
-    trainer = build_trainer(recipe)
     training_args = recipe.training
+    configure_trackers(training_args)
+    record = RunRecord(recipe, argv, main_process=training_args.process_index == 0)
+    trainer = build_trainer(recipe, record)
     checkpoint = last_checkpoint(training_args.output_dir) if recipe.script.resume else None
     logger.info("training processes: %d", training_args.world_size)
     if checkpoint:
         logger.info("resuming from %s", checkpoint)
+    stopper = StopOnSignal()
+    trainer.add_callback(stopper)
     trainer.train(resume_from_checkpoint=checkpoint)
+    if stopper.received:
+        record.finish(trainer.state, f"stopped by {stopper.received.name}", checkpoint)
+        logger.warning(
+            "stopped at step %d; the checkpoint is in %s: run the same command to resume",
+            trainer.state.global_step,
+            training_args.output_dir,
+        )
+        raise Interrupted(stopper.exit_code)
     trainer.save_model(training_args.output_dir)
+    trainer.save_state()
+    monitor = next(c for c in trainer.callback_handler.callbacks if isinstance(c, HealthMonitor))
+    fatal = sorted(c for c, f in monitor.active.items() if f.severity == "fatal")
+    stopped = recipe.script.health_stop_on_fatal and fatal
+    status = f"stopped by the health check ({', '.join(fatal)})" if stopped else "finished"
+    record.finish(trainer.state, status, checkpoint)
     logger.info("saved the trained model to %s", training_args.output_dir)
     return trainer
 

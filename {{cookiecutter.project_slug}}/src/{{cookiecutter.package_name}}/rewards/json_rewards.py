@@ -114,6 +114,27 @@ def json_field_match(completion: str, answer: str, **row) -> float | None:
     return right / len(reference)
 
 
+@reward(low=0.0, high=1.0)
+def json_field_f1(completion: str, answer: str, **row) -> float | None:
+    """F1 of the completion's fields (leaf paths with their values) against the reference's:
+    unlike json_field_match it also counts fields the completion adds. An evaluation metric."""
+    expected, _ = find_json(str(answer))
+    if expected is None:
+        return None
+    reference = dict(_leaves(expected))
+    if not reference:
+        return None
+    value, _ = find_json(completion)
+    got = dict(_leaves(value)) if value is not None else {}
+    if not got:
+        return 0.0
+    right = sum(1 for path, leaf in reference.items() if path in got and _same(leaf, got[path]))
+    if right == 0:
+        return 0.0
+    precision, recall = right / len(got), right / len(reference)
+    return 2 * precision * recall / (precision + recall)
+
+
 @reward(low=-1.0, high=1.0)
 def json_only(completion: str, **row) -> float:
     """1.0 for nothing but the JSON (a ```json fence is fine), less 0.01 per character of other

@@ -39,6 +39,9 @@ class Task:
     # Raises DataError for rows the task cannot use (after the generic column checks); gets
     # (rows, source name, task arguments, answer column).
     validate: Callable[[object, str, object, str], None] = _nothing
+    # Evaluation metrics as (label, reward name): the first is the task's correctness, also
+    # used for pass@k and by the health monitor; each is a reward of range [0, 1].
+    metrics: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = field(default=())
 
 

@@ -56,4 +56,5 @@ TASK = Task(
     ideal_completion=ideal_completion,
     configure=configure,
     validate=validate,
+    metrics=(("accuracy", "label_correctness"), ("valid_label", "label_in_set")),
 )

@@ -69,4 +69,5 @@ TASK = Task(
     gold=gold,
     columns=columns,
     configure=configure,
+    metrics=(("pass_rate", "code_correctness"),),
 )

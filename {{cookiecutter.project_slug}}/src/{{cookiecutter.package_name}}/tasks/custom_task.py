@@ -32,4 +32,9 @@ def ideal_completion(row: dict) -> str:
     return think_answer("Recall the fact.", str(row["answer"]))
 
 
-TASK = Task(name="custom", user_message=user_message, ideal_completion=ideal_completion)
+TASK = Task(
+    name="custom",
+    user_message=user_message,
+    ideal_completion=ideal_completion,
+    metrics=(("accuracy", "exact_answer"),),  # edit: your task's correctness reward(s)
+)

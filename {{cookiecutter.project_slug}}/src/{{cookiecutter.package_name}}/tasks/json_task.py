@@ -32,4 +32,9 @@ TASK = Task(
     user_message=user_message,
     ideal_completion=ideal_completion,
     columns=columns,
+    metrics=(
+        ("field_f1", "json_field_f1"),
+        ("field_match", "json_field_match"),
+        ("schema_valid", "json_schema_valid"),
+    ),
 )

@@ -17,4 +17,9 @@ def ideal_completion(row: dict) -> str:
     return think_answer("Work through the problem step by step.", gold_text(row["answer"]))
 
 
-TASK = Task(name="math", user_message=plain_user_message, ideal_completion=ideal_completion)
+TASK = Task(
+    name="math",
+    user_message=plain_user_message,
+    ideal_completion=ideal_completion,
+    metrics=(("accuracy", "math_correctness"),),
+)

@@ -1,0 +1,194 @@
+"""Evaluate: the task's metric on held-out prompts, for the base model and the trained one.
+
+    make evaluate                                       # the recipe's base vs its output_dir
+    make evaluate ARGS="--model outputs/<run>/merged --limit 200"
+    make evaluate ARGS="--pass-k 4"                     # also sample 4 per prompt: pass@4
+    make evaluate ARGS="--smoke"                        # tiny model, sample data, offline
+
+(`make evaluate` runs `python -m {{ cookiecutter.package_name }}.evaluate`.)
+
+The metric is the task's own (accuracy, test pass rate, schema validity and field F1, label
+accuracy), computed by the same reward functions training uses. Greedy decoding gives each
+metric; `--pass-k K` adds pass@K: the share of prompts where at least one of K sampled
+completions is fully right. Writes `predictions.jsonl` and `report.md` (the before/after table)
+to `--output-dir` (default: `<model>/eval`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import modeling  # first: the Unsloth backend patches transformers on import
+from .config import parse_recipe
+from .errors import UserError, run
+from .generation import generate, load_model_for_inference, load_tokenizer_for
+
+logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
+
+
+def parse_args(argv: Sequence[str] | None):
+    parser = argparse.ArgumentParser(
+        prog="python -m {{ cookiecutter.package_name }}.evaluate",
+        description="Task metric on held-out prompts: base model vs trained model.",
+        epilog="Other options are recipe overrides, e.g. --dataset_name data/my_eval.jsonl.",
+    )
+    parser.add_argument("--config", default="configs/grpo.yaml", help="the recipe")
+    parser.add_argument("--model", type=Path, help="trained model: output_dir, adapter or merged")
+    parser.add_argument("--base", help="base model (default: the recipe's model_name_or_path)")
+    parser.add_argument("--no-base", action="store_true", help="evaluate the trained model only")
+    parser.add_argument("--split", help="dataset split (default: the recipe's dataset_test_split)")
+    parser.add_argument("--limit", type=int, default=100, help="prompts to use (default 100)")
+    parser.add_argument("--pass-k", type=int, default=1, help="also sample K per prompt: pass@K")
+    parser.add_argument("--temperature", type=float, default=0.8, help="sampling for pass@K")
+    parser.add_argument("--max-new-tokens", type=int, help="default: max_completion_length")
+    parser.add_argument("--batch-size", type=int, default=8, help="prompts per generate call")
+    parser.add_argument("--output-dir", type=Path, help="default: <model>/eval")
+    parser.add_argument("--smoke", action="store_true", help="tiny model and sample data, offline")
+    args, overrides = parser.parse_known_args(argv)
+    if args.pass_k < 1 or args.limit < 1:
+        parser.error("--pass-k and --limit must be at least 1")
+    return args, overrides
+
+
+def evaluation_rows(recipe, split: str | None, limit: int):
+    """Held-out rows as chat prompts with the columns the metric rewards read."""
+    from . import data
+
+    script_args, task_args = recipe.script, recipe.task
+    rows = data.load_training_rows(script_args, task_args, split or script_args.dataset_test_split)
+    rows = rows.select(range(min(limit, len(rows))))
+    tokenizer = modeling.load_tokenizer(recipe.model, recipe.training.trust_remote_code)
+    rows, _ = data.prepare(rows, tokenizer, script_args, task_args)
+    return [dict(row) for row in rows]
+
+
+def metric_functions():
+    from .rewards import REGISTRY
+    from .tasks import TASK
+
+    missing = [name for _, name in TASK.metrics if name not in REGISTRY]
+    if missing or not TASK.metrics:
+        raise UserError(f"the {TASK.name} task has no metric rewards registered: {missing}")
+    return [(label, REGISTRY[name]) for label, name in TASK.metrics]
+
+
+def completions_for(model_path, rows, args, max_new_tokens: int, samples: int = 1, temperature=0.0):
+    """`samples` completions per row (greedy when temperature is 0), with a progress bar."""
+    from rich.progress import track
+
+    tokenizer = load_tokenizer_for(Path(model_path))
+    model = load_model_for_inference(Path(model_path))
+    batches = [rows[i : i + args.batch_size] for i in range(0, len(rows), args.batch_size)]
+    outputs: list[list[str]] = []
+    label = f"{Path(str(model_path)).name}: {'greedy' if not temperature else f'{samples} samples'}"
+    for batch in track(batches, description=label, transient=True):
+        conversations = [row["prompt"] for row in batch for _ in range(samples)]
+        texts = generate(model, tokenizer, conversations, max_new_tokens, temperature)
+        outputs += [texts[i : i + samples] for i in range(0, len(texts), samples)]
+    return outputs
+
+
+def score(metrics, completions: list[str], rows: list[dict]) -> dict[str, list[float | None]]:
+    from .rewards import call_like_trl
+
+    return {label: call_like_trl(func, completions, rows) for label, func in metrics}
+
+
+def mean(values) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def evaluate_model(model_path, rows, metrics, args, max_new_tokens) -> tuple[dict, list[dict]]:
+    """Summary {metric: value} and one prediction per row."""
+    greedy = [c[0] for c in completions_for(model_path, rows, args, max_new_tokens)]
+    scores = score(metrics, greedy, rows)
+    summary = {label: mean(values) for label, values in scores.items()}
+    predictions = [
+        {"prompt": row["prompt"][-1]["content"], "answer": row.get("answer"), "completion": text,
+         **{label: scores[label][i] for label in scores}}
+        for i, (row, text) in enumerate(zip(rows, greedy, strict=True))
+    ]  # fmt: skip
+    if args.pass_k > 1:
+        label, func = metrics[0]
+        top = func.reward_range.high if hasattr(func, "reward_range") else 1.0
+        sampled = completions_for(
+            model_path, rows, args, max_new_tokens, args.pass_k, args.temperature
+        )
+        solved = []
+        for row, texts in zip(rows, sampled, strict=True):
+            values = score([(label, func)], texts, [row] * len(texts))[label]
+            solved.append(float(any(v is not None and v >= top - 1e-9 for v in values)))
+        summary[f"pass@{args.pass_k}"] = mean(solved)
+        for prediction, value in zip(predictions, solved, strict=True):
+            prediction[f"pass@{args.pass_k}"] = value
+    return summary, predictions
+
+
+def report_table(results: dict[str, dict], rows: int, args) -> str:
+    names = list(results)
+    metrics = list(next(iter(results.values())))
+    header = ["metric", *names] + (["change"] if len(names) == 2 else [])
+    lines = ["| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
+    for metric in metrics:
+        values = [results[name].get(metric) for name in names]
+        cells = [f"{v:.3f}" if v is not None else "n/a" for v in values]
+        if len(values) == 2:
+            both = None not in values
+            cells.append(f"{values[1] - values[0]:+.3f}" if both else "n/a")
+        label = metric if metric.startswith("pass@") else f"{metric} (greedy)"
+        lines.append("| " + " | ".join([label, *cells]) + " |")
+    note = f"{rows} held-out prompts"
+    if args.pass_k > 1:
+        note += f"; pass@{args.pass_k} samples at temperature {args.temperature:g}"
+    return "\n".join(lines) + f"\n\n{note}.\n"
+
+
+def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
+    args, overrides = parse_args(argv)
+    from .rewards import configure
+    from .tasks import TASK
+
+    recipe = parse_recipe(["--config", args.config, *(["--smoke"] if args.smoke else []),
+                           *overrides])  # fmt: skip
+    TASK.configure(recipe.task)
+    max_new_tokens = args.max_new_tokens or recipe.training.max_completion_length
+    configure(max_completion_length=max_new_tokens)
+    trained = args.model or Path(recipe.training.output_dir)
+    if not Path(trained).exists():
+        raise UserError(f"{trained}: no trained model here; train first or pass --model")
+    models = {} if args.no_base else {"base": args.base or recipe.model.model_name_or_path}
+    models["trained"] = str(trained)
+    metrics = metric_functions()
+    rows = evaluation_rows(recipe, args.split, args.limit)
+    results, predictions = {}, []
+    for name, path in models.items():
+        logger.info("evaluating %s (%s) on %d prompts", name, path, len(rows))
+        results[name], rows_out = evaluate_model(path, rows, metrics, args, max_new_tokens)
+        predictions += [{"model": name, **p} for p in rows_out]
+    out = args.output_dir or Path(trained) / "eval"
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "predictions.jsonl").open("w", encoding="utf-8") as handle:
+        for prediction in predictions:
+            handle.write(json.dumps(prediction, default=str) + "\n")
+    table = report_table(results, len(rows), args)
+    title = f"# Evaluation: {TASK.name} task\n\n" + "\n".join(
+        f"- {name}: `{path}`" for name, path in models.items()
+    )
+    (out / "report.md").write_text(f"{title}\n\n{table}", encoding="utf-8")
+    print(table)
+    print(f"predictions and report written to {out}")
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(evaluate, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,271 @@
+"""Training health: what TRL logs, read each logging step, turned into warnings with the fix.
+
+GRPO fails quietly: the loss says nothing (it is about 0 by construction), so the signs are in
+`reward_std`, `frac_reward_zero_std`, `kl`, `entropy`, the clipped ratio and the reward curves.
+`assess(history, limits)` is a pure function over the logged rows (unit-tested); `HealthMonitor`
+calls it at every log, reports each new finding once (and when it clears), appends the events
+to `output_dir/health.jsonl`, and stops the run (after saving a checkpoint) on a fatal finding
+when the recipe sets `health_stop_on_fatal: true`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+logger = logging.getLogger(__name__)
+
+HEALTH_LOG = "health.jsonl"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Thresholds (the recipe's `health_*` fields) and what the checks need to know."""
+
+    zero_std_max: float = 0.8  # share of groups whose completions all scored the same
+    kl_max: float = 0.5  # only checked when beta > 0 (TRL logs kl only then)
+    entropy_min: float = 0.05  # mean token entropy (nats) below which the policy has collapsed
+    clipped_max: float = 0.3  # share of completions cut at max_completion_length
+    flat_logs: int = 20  # logs over which a reward that does not move is a plateau
+    flat_delta: float = 0.01
+    patience: int = 3  # consecutive logs before a persistent problem is fatal
+    beta: float = 0.0
+    correctness: str | None = None  # reward whose mean is compared with the completion length
+    max_completion_length: int = 0
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    severity: str  # "warning" or "fatal"
+    step: int
+    value: float
+    limit: float
+    message: str  # what it means and what to change
+
+
+def training_rows(history: list[dict]) -> list[dict]:
+    """The training logs among `state.log_history` (not evaluation or the final summary)."""
+    return [row for row in history if "reward" in row and "train_runtime" not in row]
+
+
+def _number(row: dict, key: str) -> float | None:
+    value = row.get(key)
+    if isinstance(value, int | float) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _series(rows: list[dict], key: str) -> list[float]:
+    return [v for v in (_number(r, key) for r in rows) if v is not None]
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def assess(history: list[dict], limits: Limits) -> list[Finding]:
+    """The problems the latest logs show, worst first."""
+    rows = training_rows(history)
+    if not rows:
+        return []
+    last, step = rows[-1], int(rows[-1].get("step", len(rows)))
+    findings = [
+        f
+        for f in (
+            _zero_std(rows, last, step, limits),
+            _kl(rows, last, step, limits),
+            _entropy(last, step, limits),
+            _clipped(last, step, limits),
+            _flat(rows, step, limits),
+            _hacking(rows, step, limits),
+        )
+        if f is not None
+    ]
+    return sorted(findings, key=lambda f: f.severity != "fatal")
+
+
+def _zero_std(rows, last, step, limits: Limits) -> Finding | None:
+    zero = _number(last, "frac_reward_zero_std")
+    std = _number(last, "reward_std")
+    if zero is None and std is None:
+        return None
+    value = zero if zero is not None else 0.0
+    if value < limits.zero_std_max and not (std is not None and std < 1e-6):
+        return None
+    recent = rows[-limits.patience :]
+    dead = len(recent) == limits.patience and all(
+        (_number(r, "reward_std") or 0.0) < 1e-6 for r in recent
+    )
+    return Finding(
+        "reward_std",
+        "fatal" if dead else "warning",
+        step,
+        value,
+        limits.zero_std_max,
+        f"{value:.0%} of prompt groups scored all their completions the same (reward_std "
+        f"{std if std is not None else float('nan'):.3g}): those groups teach nothing. Check the "
+        "rewards on real completions (make reward-debug), keep prompts the model sometimes but "
+        "not always solves, or raise num_generations / temperature.",
+    )
+
+
+def _kl(rows, last, step, limits: Limits) -> Finding | None:
+    kl = _number(last, "kl")
+    if limits.beta <= 0 or kl is None or kl <= limits.kl_max:
+        return None
+    recent = _series(rows[-limits.patience :], "kl")
+    far = len(recent) == limits.patience and all(v > 2 * limits.kl_max for v in recent)
+    return Finding(
+        "kl",
+        "fatal" if far else "warning",
+        step,
+        kl,
+        limits.kl_max,
+        f"kl {kl:.3g} > {limits.kl_max:g}: the policy has moved far from the reference model. "
+        "Lower learning_rate, or raise beta to hold it closer.",
+    )
+
+
+def _entropy(last, step, limits: Limits) -> Finding | None:
+    entropy = _number(last, "entropy")
+    if entropy is None or entropy >= limits.entropy_min:
+        return None
+    return Finding(
+        "entropy",
+        "warning",
+        step,
+        entropy,
+        limits.entropy_min,
+        f"token entropy {entropy:.3g} < {limits.entropy_min:g}: the policy has become nearly "
+        "deterministic, so a group's completions stop differing. Lower learning_rate, raise "
+        "temperature, or keep an earlier checkpoint.",
+    )
+
+
+def _clipped(last, step, limits: Limits) -> Finding | None:
+    clipped = _number(last, "completions/clipped_ratio")
+    if clipped is None or clipped <= limits.clipped_max:
+        return None
+    length = f" ({limits.max_completion_length} tokens)" if limits.max_completion_length else ""
+    return Finding(
+        "clipped_ratio",
+        "warning",
+        step,
+        clipped,
+        limits.clipped_max,
+        f"{clipped:.0%} of completions were cut at max_completion_length{length}, so their "
+        "answers are missing and correctness reads 0. Raise max_completion_length, or weight a "
+        "length penalty (soft_overlong) higher.",
+    )
+
+
+def _flat(rows, step, limits: Limits) -> Finding | None:
+    window = _series(rows[-limits.flat_logs :], "reward")
+    if len(rows) < limits.flat_logs or len(window) < limits.flat_logs:
+        return None
+    spread = max(window) - min(window)
+    if spread >= limits.flat_delta:
+        return None
+    return Finding(
+        "plateau",
+        "warning",
+        step,
+        spread,
+        limits.flat_delta,
+        f"the reward has stayed within {spread:.3g} of {window[-1]:.3g} for {limits.flat_logs} "
+        "logs: a plateau. Far from the best score: raise learning_rate or use easier prompts; "
+        "near it: training is done, stop and evaluate.",
+    )
+
+
+def _hacking(rows, step, limits: Limits) -> Finding | None:
+    if not limits.correctness:
+        return None
+    key = f"rewards/{limits.correctness}/mean"
+    half = max(limits.flat_logs // 2, 2)
+    recent = rows[-2 * half :]
+    lengths = _series(recent, "completions/mean_length")
+    scores = _series(recent, key)
+    if len(lengths) < 2 * half or len(scores) < 2 * half:
+        return None
+    before, after = _mean(lengths[:half]), _mean(lengths[half:])
+    gained = _mean(scores[half:]) - _mean(scores[:half])
+    if before <= 0 or after < 1.2 * before or gained > 0.01:
+        return None
+    growth = after / before - 1
+    return Finding(
+        "reward_hacking",
+        "warning",
+        step,
+        growth,
+        0.2,
+        f"completions grew {growth:.0%} longer over the last {2 * half} logs while "
+        f"{limits.correctness} did not improve ({gained:+.3f}): the policy may be gaming a "
+        "format or length reward. Read recent completions (make report), lower those rewards' "
+        "weights or add a length penalty.",
+    )
+
+
+class HealthMonitor(TrainerCallback):
+    """Runs `assess` at every log on every process (the logged metrics are already gathered, so
+    all processes agree and stop together); only the main process writes."""
+
+    def __init__(self, limits: Limits, output_dir: str, stop_on_fatal: bool = False):
+        self.limits = limits
+        self.path = Path(output_dir) / HEALTH_LOG
+        self.stop_on_fatal = stop_on_fatal
+        self.active: dict[str, Finding] = {}
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        findings = {f.check: f for f in assess(state.log_history, self.limits)}
+        main = state.is_world_process_zero
+        for check, finding in findings.items():
+            if check not in self.active and main:
+                log = logger.error if finding.severity == "fatal" else logger.warning
+                log("health [%s] step %d: %s", check, finding.step, finding.message)
+                self._write({**asdict(finding), "event": "raised"})
+        for check in set(self.active) - set(findings):
+            if main:
+                logger.info("health [%s] step %d: cleared", check, state.global_step)
+                self._write({"check": check, "step": state.global_step, "event": "cleared"})
+        self.active = findings
+        fatal = [f for f in findings.values() if f.severity == "fatal"]
+        if fatal and self.stop_on_fatal:
+            if main:
+                logger.error(
+                    "health: stopping at step %d on %s (health_stop_on_fatal); a checkpoint is "
+                    "saved, fix the cause and rerun to resume",
+                    state.global_step,
+                    ", ".join(f.check for f in fatal),
+                )
+            control.should_save = True
+            control.should_training_stop = True
+        return control
+
+    def _write(self, event: dict) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(event) + "\n")
+
+
+def limits_from(values: dict, correctness: str | None = None) -> Limits:
+    """Limits from recipe values (`health_*`, `beta`, `max_completion_length`)."""
+    defaults = Limits()
+    return Limits(
+        zero_std_max=values.get("health_zero_std_max", defaults.zero_std_max),
+        kl_max=values.get("health_kl_max", defaults.kl_max),
+        entropy_min=values.get("health_entropy_min", defaults.entropy_min),
+        clipped_max=values.get("health_clipped_max", defaults.clipped_max),
+        flat_logs=values.get("health_flat_logs", defaults.flat_logs),
+        flat_delta=values.get("health_flat_delta", defaults.flat_delta),
+        patience=values.get("health_patience", defaults.patience),
+        beta=values.get("beta", 0.0) or 0.0,
+        correctness=correctness,
+        max_completion_length=values.get("max_completion_length", 0) or 0,
+    )

@@ -1,0 +1,131 @@
+"""The run record: `output_dir/run_record.json`, written when training starts and when it ends.
+
+Everything needed to reproduce or compare a run: the resolved recipe (after command-line
+overrides), the command line, package versions, the dataset's source and fingerprint (a hash of
+the file for local data), row counts after filtering, the seed, the git revision (and whether the
+tree had uncommitted changes), timings, the final step and metrics, and how the run ended.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+RECORD = "run_record.json"
+PACKAGES = (
+    "torch", "transformers", "trl", "peft", "datasets", "accelerate", "unsloth", "vllm",
+    "bitsandbytes", "deepspeed", "math-verify",
+)  # fmt: skip
+
+
+def versions() -> dict[str, str]:
+    found = {}
+    for name in PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return {"python": platform.python_version(), **found}
+
+
+def git_revision(cwd: Path | None = None) -> dict | None:
+    """The commit and whether the working tree differs from it; None outside a git checkout."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10
+        )
+        if head.returncode != 0:
+            return None
+        status = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=cwd, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return {"revision": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def dataset_source(script_args, rows) -> dict:
+    source = {
+        "name": script_args.dataset_name,
+        "config": script_args.dataset_config,
+        "split": script_args.dataset_train_split,
+        "fingerprint": getattr(rows, "_fingerprint", None),
+    }
+    path = Path(script_args.dataset_name)
+    if path.is_file():
+        source["sha256"] = file_sha256(path)
+    return source
+
+
+def _plain(value):
+    """JSON-safe copy of a dataclass field value."""
+    try:
+        json.dumps(value)
+    except TypeError:
+        return str(value)
+    return value
+
+
+def resolved_recipe(recipe) -> dict:
+    values = {}
+    for part in (recipe.script, recipe.task, recipe.backend, recipe.model):
+        values.update({f.name: _plain(getattr(part, f.name)) for f in dataclasses.fields(part)})
+    values.update({k: _plain(v) for k, v in recipe.training.to_dict().items()})
+    return values
+
+
+class RunRecord:
+    """Builds the record; `start` and `finish` write it (main process only)."""
+
+    def __init__(self, recipe, argv: list[str], main_process: bool = True):
+        self.path = Path(recipe.training.output_dir) / RECORD
+        self.main_process = main_process
+        self.data = {
+            "status": "running",
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "command": [sys.executable, "-m", __package__ + ".train", *argv],
+            "seed": recipe.training.seed,
+            "recipe": resolved_recipe(recipe),
+            "versions": versions(),
+            "git": git_revision(),
+        }
+
+    def start(self, script_args, rows, stats) -> None:
+        self.data["dataset"] = dataset_source(script_args, rows)
+        self.data["rows"] = {"kept": stats.kept, "dropped_too_long": stats.dropped,
+                             "longest_prompt_tokens": stats.longest}  # fmt: skip
+        self.write()
+
+    def finish(self, state, status: str, resumed_from: str | None = None) -> None:
+        last = [row for row in state.log_history if "reward" in row]
+        self.data.update(
+            status=status,
+            finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            global_step=state.global_step,
+            resumed_from=resumed_from,
+            final_metrics=last[-1] if last else {},
+        )
+        self.write()
+
+    def write(self) -> None:
+        if not self.main_process:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(self.data, indent=2, default=str), encoding="utf-8")
+        temporary.replace(self.path)  # never a half-written record

@@ -1,0 +1,123 @@
+"""Multi-stage training: the recipe run in stages, each starting from the previous one's weights.
+
+    python -m {{ cookiecutter.package_name }}.stages configs/stages.yaml [--smoke] [flags]
+
+The stages file names a base recipe and a list of stages; each stage is that recipe with the
+stage's keys replaced (any recipe field: rewards and weights, max_steps, learning_rate, ...).
+Stage N trains in `<output_dir>/stage-N-<name>`; stages after the first start from the previous
+stage's weights (its merged model when it trained an adapter). A finished stage is skipped on a
+rerun, an interrupted one resumes from its last checkpoint, so the command can simply be run
+again. The usual first stage rewards only the format, so that the correctness reward has
+answers to read in the next one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+from .config import recipe_file_values
+from .errors import UserError, run
+from .run_record import RECORD
+
+logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
+
+
+def parse_args(argv: Sequence[str] | None):
+    parser = argparse.ArgumentParser(
+        prog="python -m {{ cookiecutter.package_name }}.stages",
+        description="Train the recipe in stages (e.g. format first, then correctness).",
+        epilog="Other options are recipe overrides applied to every stage.",
+    )
+    parser.add_argument("stages_file", type=Path, nargs="?", default=Path("configs/stages.yaml"))
+    parser.add_argument("--smoke", action="store_true", help="offline: tiny model, sample data")
+    return parser.parse_known_args(argv)
+
+
+def load_stages(path: Path) -> tuple[dict, list[dict]]:
+    """(base recipe values, stages); each stage has a `name` and the keys it changes."""
+    if not path.is_file():
+        raise UserError(f"{path}: stages file not found")
+    spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    recipe_path = Path(spec.get("recipe", "configs/grpo.yaml"))
+    if not recipe_path.is_file():
+        raise UserError(f"{path}: its recipe {recipe_path} does not exist")
+    stages = spec.get("stages")
+    if not isinstance(stages, list) or not stages:
+        raise UserError(f"{path}: 'stages' must be a non-empty list of mappings")
+    for number, stage in enumerate(stages, start=1):
+        if not isinstance(stage, dict) or not str(stage.get("name", "")).strip():
+            raise UserError(f"{path}: stage {number} needs a 'name' (and the keys it changes)")
+        if "output_dir" in stage or ("model_name_or_path" in stage and number > 1):
+            raise UserError(f"{path}: stage {number} sets output_dir/model_name_or_path; "
+                            "stages chain them themselves")  # fmt: skip
+    return recipe_file_values(recipe_path), stages
+
+
+def stage_dir(output_dir: str, number: int, name: str) -> Path:
+    slug = "".join(c if c.isalnum() or c in "-_" else "-" for c in name.strip().lower())
+    return Path(output_dir) / f"stage-{number}-{slug}"
+
+
+def finished(folder: Path) -> bool:
+    record = folder / RECORD
+    if not record.is_file():
+        return False
+    return json.loads(record.read_text(encoding="utf-8")).get("status") == "finished"
+
+
+def weights_of(folder: Path) -> Path:
+    """The model a later stage starts from: the merged model for an adapter run."""
+    if not (folder / "adapter_config.json").is_file():
+        return folder  # full fine-tuning saved the whole model
+    merged = folder / "merged"
+    if not (merged / "config.json").is_file():
+        from . import merge
+
+        merge.merge([str(folder), "--output", str(merged)])
+    return merged
+
+
+def stages(argv: Sequence[str] | None = None) -> list[Path]:
+    args, overrides = parse_args(argv)
+    from . import train
+    from .smoke import SMOKE_OUTPUT_DIR
+
+    base, plan = load_stages(args.stages_file)
+    root = str(SMOKE_OUTPUT_DIR / "stages") if args.smoke else base.get("output_dir", "outputs")
+    folders, previous = [], None
+    for number, stage in enumerate(plan, start=1):
+        name = str(stage["name"])
+        folder = stage_dir(root, number, name)
+        folders.append(folder)
+        if finished(folder):
+            logger.info("stage %d (%s): already finished in %s", number, name, folder)
+            previous = folder
+            continue
+        values = {**base, **{k: v for k, v in stage.items() if k != "name"}}
+        folder.mkdir(parents=True, exist_ok=True)
+        recipe_path = folder / "stage_recipe.yaml"
+        recipe_path.write_text(yaml.safe_dump(values, sort_keys=False), encoding="utf-8")
+        chain = ["--output_dir", str(folder)]
+        if previous is not None:
+            chain += ["--model_name_or_path", str(weights_of(previous))]
+        logger.info("stage %d/%d (%s) -> %s", number, len(plan), name, folder)
+        smoke = ["--smoke"] if args.smoke else []
+        train.train(["--config", str(recipe_path), *smoke, *overrides, *chain])
+        previous = folder
+    logger.info("all %d stages finished; the last stage's model is in %s", len(plan), previous)
+    return folders
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(stages, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Evaluate: base vs trained model on the sample data with the tiny model."""
+
+import json
+
+import pytest
+
+from {{ cookiecutter.package_name }} import evaluate
+from {{ cookiecutter.package_name }}.tasks import TASK
+
+
+def test_before_after_table_predictions_and_report(logged_run, tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "eval"
+    results = evaluate.evaluate(
+        ["--smoke", "--model", str(logged_run), "--base", str(tiny_model_dir), "--limit", "4",
+         "--max-new-tokens", "8", "--pass-k", "2", "--output-dir", str(out)]
+    )  # fmt: skip
+    labels = [label for label, _ in TASK.metrics]
+    assert list(results) == ["base", "trained"]
+    for summary in results.values():
+        assert set(summary) == {*labels, "pass@2"}
+        assert all(v is None or 0.0 <= v <= 1.0 for v in summary.values())
+    table = capsys.readouterr().out
+    assert "| metric | base | trained | change |" in table
+    assert f"{labels[0]} (greedy)" in table and "pass@2" in table
+    predictions = [
+        json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()
+    ]
+    assert len(predictions) == 8 and {p["model"] for p in predictions} == {"base", "trained"}
+    assert "| metric | base | trained | change |" in (out / "report.md").read_text()
+
+
+def test_the_metric_is_the_tasks_correctness_reward():
+    from {{ cookiecutter.package_name }}.rewards import REGISTRY
+
+    assert TASK.metrics, "the task names its evaluation metric"
+    for _, name in TASK.metrics:
+        assert name in REGISTRY
+
+
+def test_ideal_completions_score_full_marks(sample_rows):
+    rows = [dict(row) for row in sample_rows.select(range(min(5, len(sample_rows))))]
+    ideal = [TASK.ideal_completion(row) for row in rows]
+    for label, values in evaluate.score(evaluate.metric_functions(), ideal, rows).items():
+        assert all(v is None or v == pytest.approx(1.0) for v in values), label
+
+
+def test_a_missing_trained_model_is_one_clear_error(tmp_path):
+    with pytest.raises(evaluate.UserError, match="no trained model"):
+        evaluate.evaluate(["--smoke", "--model", str(tmp_path / "nothing")])

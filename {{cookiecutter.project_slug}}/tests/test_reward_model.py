@@ -1,0 +1,33 @@
+"""A sequence-classification reward model as a reward, beside the functions (offline, tiny)."""
+
+import pytest
+
+from {{ cookiecutter.package_name }}.errors import UserError
+from {{ cookiecutter.package_name }}.train import check_reward_weights
+
+from conftest import smoke_train
+
+
+@pytest.fixture(scope="module")
+def tiny_reward_model(tmp_path_factory):
+    from {{ cookiecutter.package_name }}.tiny_model import build_tiny_reward_model
+
+    return build_tiny_reward_model(tmp_path_factory.mktemp("rm") / "reward-model")
+
+
+def test_a_recipe_with_a_reward_model_trains_and_logs_its_reward(
+    tiny_model_dir, tiny_reward_model, tmp_path, recipe
+):
+    weights = [str(w) for w in recipe.training.reward_weights] + ["0.5"]
+    trainer = smoke_train(
+        tiny_model_dir, tmp_path / "run", "--reward_model", str(tiny_reward_model),
+        "--reward_weights", *weights,
+    )  # fmt: skip
+    logged = [row for row in trainer.state.log_history if "reward" in row]
+    assert f"rewards/{tiny_reward_model.name}/mean" in logged[-1]
+
+
+def test_weights_must_cover_the_reward_model_too():
+    with pytest.raises(UserError, match="reward model"):
+        check_reward_weights(["a", "b"], [1.0, 1.0], reward_model="some/rm")
+    check_reward_weights(["a", "b"], [1.0, 1.0, 0.5], reward_model="some/rm")

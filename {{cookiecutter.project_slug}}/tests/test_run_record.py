@@ -1,0 +1,22 @@
+"""The run record: enough to reproduce and compare a run."""
+
+import json
+
+
+def test_run_record_has_recipe_versions_data_and_outcome(logged_run):
+    record = json.loads((logged_run / "run_record.json").read_text())
+    assert record["status"] == "finished" and record["global_step"] == 4
+    assert record["recipe"]["max_steps"] == 4  # after the command-line override
+    assert record["recipe"]["log_completions"] is True
+    assert {"torch", "transformers", "trl", "peft", "python"} <= set(record["versions"])
+    assert record["dataset"]["sha256"] and len(record["dataset"]["sha256"]) == 64
+    assert record["rows"]["kept"] > 0 and record["rows"]["dropped_too_long"] >= 0
+    assert record["seed"] == record["recipe"]["seed"]
+    assert "reward" in record["final_metrics"]
+    assert record["command"][-1] and "git" in record
+
+
+def test_adaptive_weights_log_each_change(logged_run):
+    lines = (logged_run / "reward_weights.jsonl").read_text().splitlines()
+    changes = [json.loads(line) for line in lines]
+    assert changes and all(c["old"] != c["new"] and 0 <= c["success"] <= 1 for c in changes)
