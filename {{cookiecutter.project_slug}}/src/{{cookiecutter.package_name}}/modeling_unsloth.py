@@ -155,6 +155,9 @@ def trainer_model(recipe) -> dict:
         lora_alpha=model_args.lora_alpha,
         lora_dropout=model_args.lora_dropout,
         target_modules=targets,
+        # Trained in full beside the adapters (e.g. lm_head, embed_tokens); saved with them.
+        modules_to_save=model_args.lora_modules_to_save,
+        use_rslora=model_args.use_rslora,
         use_gradient_checkpointing="unsloth" if training.gradient_checkpointing else False,
         random_state=training.seed,
     )

@@ -1,0 +1,49 @@
+"""The project learns: its own train entry point on the tiny model, with a toy reward the tiny
+model can learn (start the answer with a digit: 1-6% of its random completions do), given by
+dotted path as a user would give their own reward.
+
+Full fine-tuning at a high learning rate (LoRA for the Unsloth backend, which trains adapters
+only): the mean reward of the last logged steps must be far above the first ones.
+"""
+
+import pytest
+
+from {{ cookiecutter.package_name }}.project import BACKEND
+from {{ cookiecutter.package_name }}.rewards import completion_text
+
+REWARD = "tests.test_learning.starts_with_a_digit"
+STEPS = 60
+# Full fine-tuning where the backend allows it (as measured with bare TRL); the Unsloth backend
+# trains LoRA adapters only, so lm_head trains in full beside them (adapters alone on a 2-layer
+# model with random weights move the first token too slowly for 60 steps).
+TUNING = (
+    ["--use_peft", "false", "--learning_rate", "1e-2"]
+    if BACKEND == "transformers"
+    else [
+        "--lora_r", "16", "--lora_alpha", "32", "--lora_modules_to_save", "lm_head",
+        "--learning_rate", "5e-2",
+    ]
+)  # fmt: skip
+
+
+def starts_with_a_digit(completions, **kwargs):
+    """1.0 when the completion starts with a digit, else 0.0."""
+    return [1.0 if completion_text(c)[:1].isdigit() else 0.0 for c in completions]
+
+
+@pytest.mark.slow
+def test_the_mean_reward_rises_from_near_zero_to_nearly_one(tiny_model_dir, tmp_path):
+    # Imported here: the benchmarks import this module for its reward, outside pytest.
+    from conftest import smoke_train
+
+    trainer = smoke_train(
+        tiny_model_dir, tmp_path / "learn", "--reward_funcs", REWARD, "--reward_weights", "1.0",
+        "--max_steps", str(STEPS), "--num_generations", "8",
+        "--per_device_train_batch_size", "16", "--max_completion_length", "8",
+        "--lr_scheduler_type", "constant", "--warmup_steps", "0", "--beta", "0.0",
+        "--logging_steps", "1", "--health_flat_logs", "1000", *TUNING,
+    )  # fmt: skip
+    rewards = [row["reward"] for row in trainer.state.log_history if "reward" in row]
+    first, last = sum(rewards[:5]) / 5, sum(rewards[-5:]) / 5
+    assert first < 0.5, f"the task is learned before training: {rewards[:5]}"
+    assert last >= 0.9, f"reward went from {first:.2f} to only {last:.2f}: {rewards}"
