@@ -55,7 +55,7 @@ def test_default_project_lint(default_project):
 TIER_TESTS = ["tests/test_recipe.py", "tests/test_doctor.py"]
 
 
-def test_arguments(task: str, tier: str) -> list[str]:
+def make_test_arguments(task: str, tier: str) -> list[str]:
     """What `make test` runs for this grid cell (each suite costs 20-100 s of a worker)."""
     multi = tier in ("multi-gpu", "multi-node")
     if tier == "24GB":  # every task's whole suite; the 2-process DDP test once
@@ -69,7 +69,7 @@ def test_arguments(task: str, tier: str) -> list[str]:
 @pytest.mark.parametrize("variant", list(GRID))
 def test_every_task_and_tier_passes_make_test_and_make_smoke(cookies, variant):
     project = bake_ok(cookies, **GRID[variant])
-    assert_ok(make(project, "test", extra=test_arguments(**_cell(variant))))
+    assert_ok(make(project, "test", extra=make_test_arguments(**_cell(variant))))
     check_smoke_output(project, make(project, "smoke"))
 
 

@@ -1,6 +1,8 @@
 """The project learns: its own train entry point on the tiny model, with a toy reward the tiny
-model can learn (start the answer with a digit: 1-6% of its random completions do), given by
-dotted path as a user would give their own reward.
+model can learn, given by dotted path as a user would give their own reward. The toy task: start
+the completion with one of a fixed 1/16 of the vocabulary (every token id divisible by 16), so
+about 6% of the random model's completions score whatever the task's sample data (a word or
+"start with a digit" scores 0-6% depending on the tokenizer trained on that data).
 
 Full fine-tuning at a high learning rate (LoRA for the Unsloth backend, which trains adapters
 only): the mean reward of the last logged steps must be far above the first ones.
@@ -9,9 +11,8 @@ only): the mean reward of the last logged steps must be far above the first ones
 import pytest
 
 from {{ cookiecutter.package_name }}.project import BACKEND
-from {{ cookiecutter.package_name }}.rewards import completion_text
 
-REWARD = "tests.test_learning.starts_with_a_digit"
+REWARD = "tests.test_learning.starts_with_a_target_token"
 STEPS = 60
 # Full fine-tuning where the backend allows it (as measured with bare TRL); the Unsloth backend
 # trains LoRA adapters only, so lm_head trains in full beside them (adapters alone on a 2-layer
@@ -26,9 +27,9 @@ TUNING = (
 )  # fmt: skip
 
 
-def starts_with_a_digit(completions, **kwargs):
-    """1.0 when the completion starts with a digit, else 0.0."""
-    return [1.0 if completion_text(c)[:1].isdigit() else 0.0 for c in completions]
+def starts_with_a_target_token(completions, completion_ids, **kwargs):
+    """1.0 when the completion's first token id is divisible by 16, else 0.0."""
+    return [1.0 if ids and ids[0] % 16 == 0 else 0.0 for ids in completion_ids]
 
 
 @pytest.mark.slow
