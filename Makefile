@@ -12,7 +12,7 @@ install-test: ## Install what the tests need (torch's CPU-capable 2.13.0 first)
 	$(PYTHON) -m pip install "torch==2.13.0"
 	$(PYTHON) -m pip install -r requirements-test.txt
 
-test: install-test ## Install, then run every test (bakes projects and runs their suites; ~10 min)
+test: install-test ## Install, then run every test (bakes projects and runs their suites; about 25 min on 2 cores)
 	$(PYTHON) -m pytest $(ARGS)
 
 test-fast: ## Run the tests not marked slow (no installs)

@@ -118,8 +118,9 @@ def files_of(project: Path) -> set[str]:
 def baked(tmp_path_factory, worker_id):
     """Every valid combination, baked once per test session: {name: project path}.
 
-    Baking the whole matrix takes minutes, so parallel workers share one bake (the first one
-    in bakes, under a file lock, and the others reuse its folders)."""
+    Baking the whole matrix takes minutes, so parallel workers share one bake: each combination
+    is baked once, under its own file lock, and the workers walk the matrix from opposite ends
+    so that they bake different halves and meet in the middle."""
     from cookiecutter.main import cookiecutter
     from filelock import FileLock
 
@@ -127,17 +128,19 @@ def baked(tmp_path_factory, worker_id):
     if worker_id != "master":  # each xdist worker has its own folder inside the session's
         session = session.parent
     root = session / "baked-matrix"
+    root.mkdir(exist_ok=True)
+    forward = worker_id in ("master", "gw0") or int(worker_id.removeprefix("gw")) % 2 == 0
     projects = {}
-    with FileLock(str(root) + ".lock"):
-        for combo in VALID:
-            folder = root / name(combo)
+    for combo in VALID if forward else reversed(VALID):
+        folder = root / name(combo)
+        with FileLock(str(folder) + ".lock"):
             if not (folder / ".complete").is_file():
                 project = cookiecutter(
                     str(ROOT), no_input=True, extra_context=combo, output_dir=str(folder),
                     overwrite_if_exists=True, default_config=True,
                 )  # fmt: skip
                 (folder / ".complete").write_text(project)
-            projects[name(combo)] = Path((folder / ".complete").read_text())
+        projects[name(combo)] = Path((folder / ".complete").read_text())
     return projects
 
 
