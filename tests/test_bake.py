@@ -46,6 +46,7 @@ BASE_FILES = {
     "src/{pkg}/tasks/__init__.py",
     "src/{pkg}/tiny_chat_template.jinja",
     "src/{pkg}/tiny_model.py",
+    "src/{pkg}/tokenizer.py",
     "src/{pkg}/train.py",
     "tests/conftest.py",
     "tests/test_adaptive_weights.py",

@@ -12,7 +12,8 @@ import importlib.util
 import logging
 from dataclasses import dataclass
 
-from .errors import UserError
+# Re-exported: part of the backend interface, the same for both backends.
+from .tokenizer import ModelError, hub_hint, load_tokenizer  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
@@ -20,40 +21,6 @@ logger = logging.getLogger(__name__)
 @dataclass
 class BackendArguments:
     """This backend needs no recipe fields beyond TRL's ModelConfig and GRPOConfig."""
-
-
-class ModelError(UserError):
-    """The model or tokenizer cannot be loaded as configured."""
-
-
-def hub_hint(name: str, err: Exception) -> str:
-    return (
-        f"cannot load '{name}': {err}. If it is a Hub id, check the spelling and your network; a "
-        "gated model (Llama, Gemma) needs its licence accepted on the Hub and `hf auth login` "
-        "(or HF_TOKEN). For an offline run use --smoke or a local folder."
-    )
-
-
-def load_tokenizer(model_args, trust_remote_code: bool = False):
-    """The model's tokenizer, ready for GRPO: a pad token, left padding and a chat template."""
-    from transformers import AutoTokenizer
-
-    name = model_args.model_name_or_path
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(
-            name, revision=model_args.model_revision, trust_remote_code=trust_remote_code
-        )
-    except (OSError, ValueError) as err:
-        raise ModelError(hub_hint(name, err)) from err
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = "left"  # GRPO generates from the right end of the prompt
-    if not tokenizer.chat_template:
-        raise ModelError(
-            f"'{name}' has no chat template; the prompts are chat messages. Use an instruct/chat "
-            "model, or give the tokenizer a chat_template"
-        )
-    return tokenizer
 
 
 def check_gpu_packages(recipe) -> None:

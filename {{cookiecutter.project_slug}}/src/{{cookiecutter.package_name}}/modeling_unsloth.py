@@ -21,7 +21,8 @@ from dataclasses import dataclass, field  # noqa: E402
 
 import unsloth  # noqa: E402, F401  (first: patches trl/transformers/peft on import)
 
-from .errors import UserError  # noqa: E402
+# Re-exported: part of the backend interface, the same for both backends.
+from .tokenizer import ModelError, hub_hint, load_tokenizer  # noqa: E402, F401
 
 logger = logging.getLogger(__name__)
 
@@ -41,18 +42,6 @@ class BackendArguments:
     )
     max_lora_rank: int = field(
         default=64, metadata={"help": "Largest LoRA rank vLLM accepts; must be >= lora_r."}
-    )
-
-
-class ModelError(UserError):
-    """The model or tokenizer cannot be loaded as configured."""
-
-
-def hub_hint(name: str, err: Exception) -> str:
-    return (
-        f"cannot load '{name}': {err}. If it is a Hub id, check the spelling and your network; a "
-        "gated model (Llama, Gemma) needs its licence accepted on the Hub and `hf auth login` "
-        "(or HF_TOKEN). For an offline run use --smoke or a local folder."
     )
 
 
@@ -97,25 +86,6 @@ def check_gpu_packages(recipe) -> None:
             f"{', '.join(gpu_only)} need a CUDA GPU and none is visible; set them to false (or "
             "run with --smoke for an offline CPU check)"
         )
-
-
-def load_tokenizer(model_args, trust_remote_code: bool = False):
-    """The model's tokenizer via AutoTokenizer (Unsloth loads the same one with the model)."""
-    from transformers import AutoTokenizer
-
-    name = model_args.model_name_or_path
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(
-            name, revision=model_args.model_revision, trust_remote_code=trust_remote_code
-        )
-    except (OSError, ValueError) as err:
-        raise ModelError(hub_hint(name, err)) from err
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = "left"
-    if not tokenizer.chat_template:
-        raise ModelError(f"'{name}' has no chat template; use an instruct/chat model")
-    return tokenizer
 
 
 def _dtype(name: str | None):

@@ -1,0 +1,44 @@
+"""The model's tokenizer, ready for GRPO, and the one-line error for a model that will not load.
+
+Shared by both backends (`modeling.py` re-exports them): Unsloth loads the same tokenizer with
+the model, so the tokenizer and its checks need not differ. transformers is imported inside the
+function, so the Unsloth backend's `import unsloth` still comes first.
+"""
+
+from __future__ import annotations
+
+from .errors import UserError
+
+
+class ModelError(UserError):
+    """The model or tokenizer cannot be loaded as configured."""
+
+
+def hub_hint(name: str, err: Exception) -> str:
+    return (
+        f"cannot load '{name}': {err}. If it is a Hub id, check the spelling and your network; a "
+        "gated model (Llama, Gemma) needs its licence accepted on the Hub and `hf auth login` "
+        "(or HF_TOKEN). For an offline run use --smoke or a local folder."
+    )
+
+
+def load_tokenizer(model_args, trust_remote_code: bool = False):
+    """The model's tokenizer, ready for GRPO: a pad token, left padding and a chat template."""
+    from transformers import AutoTokenizer
+
+    name = model_args.model_name_or_path
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(
+            name, revision=model_args.model_revision, trust_remote_code=trust_remote_code
+        )
+    except (OSError, ValueError) as err:
+        raise ModelError(hub_hint(name, err)) from err
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"  # GRPO generates from the right end of the prompt
+    if not tokenizer.chat_template:
+        raise ModelError(
+            f"'{name}' has no chat template; the prompts are chat messages. Use an instruct/chat "
+            "model, or give the tokenizer a chat_template"
+        )
+    return tokenizer
