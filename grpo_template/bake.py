@@ -15,9 +15,9 @@ from .answers import Answers
 def launch_command(plan) -> str:
     """How this tier's training is started."""
     if plan.tier.nodes > 1:
-        return "sbatch scripts/multinode.sbatch (runs python -m <package>.launch on every node)"
+        return "sbatch scripts/multinode.sbatch (runs python -m <package>.training.launch on every node)"
     if plan.processes > 1 or plan.vllm_mode == "server":
-        return "python -m <package>.launch (vLLM server + accelerate launch)"
+        return "python -m <package>.training.launch (vLLM server + accelerate launch)"
     return "make train (python -m <package>.train --config configs/grpo.yaml)"
 
 
@@ -26,7 +26,7 @@ def train_command(plan) -> str:
     if plan.tier.nodes > 1:
         return "sbatch scripts/multinode.sbatch $(ARGS)"
     if plan.processes > 1 or plan.vllm_mode == "server":
-        return "$(PYTHON) -m $(PKG).launch -- $(ARGS)"
+        return "$(PYTHON) -m $(PKG).training.launch -- $(ARGS)"
     return "$(PYTHON) -m $(PKG).train --config $(RECIPE) $(ARGS)"
 
 

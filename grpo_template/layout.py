@@ -33,13 +33,16 @@ VARIANTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         "task_type",
         ("code",),
         _task_files(
-            "code", "src/{pkg}/sandbox.py", "src/{pkg}/sandbox_harness.py", "tests/test_sandbox.py"
+            "code",
+            "src/{pkg}/sandbox/__init__.py",
+            "src/{pkg}/sandbox/harness.py",
+            "tests/test_sandbox.py",
         ),
     ),
     ("task_type", ("json",), _task_files("json")),
     ("task_type", ("classification",), _task_files("classification")),
     ("task_type", ("custom",), _task_files("custom")),
-    ("gpu_tier", MULTI_GPU, (*ACCELERATE, "src/{pkg}/launch.py", "tests/test_launch.py")),
+    ("gpu_tier", MULTI_GPU, (*ACCELERATE, "src/{pkg}/training/launch.py", "tests/test_launch.py")),
     ("gpu_tier", ("multi-node",), ("scripts/multinode.sbatch",)),
     ("backend", ("unsloth",), ("src/{pkg}/modeling_unsloth.py", "tests/test_unsloth.py")),
 )

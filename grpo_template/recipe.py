@@ -300,7 +300,7 @@ def _vllm_entries(plan: Plan) -> list[Entry]:
     else:
         entries += [
             Entry(
-                "vllm_server_host", "127.0.0.1", "the server `python -m <package>.launch` starts"
+                "vllm_server_host", "127.0.0.1", "the server `python -m <package>.training.launch` starts"
             ),
             Entry("vllm_server_port", 8000, "its port"),
             Entry("vllm_server_timeout", 600.0, "seconds to wait for it to load the model"),

@@ -58,7 +58,7 @@ def sample_rows(recipe):
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    from {{ cookiecutter.package_name }}.tiny_model import build_tiny_model
+    from {{ cookiecutter.package_name }}.tools.tiny_model import build_tiny_model
 
     previous = Path.cwd()
     os.chdir(PROJECT_ROOT)  # the tokenizer is trained on the sample data file

@@ -2,7 +2,7 @@
 
 import pytest
 
-from {{ cookiecutter.package_name }} import adaptive_weights as aw
+from {{ cookiecutter.package_name }}.training import adaptive_weights as aw
 
 POLICY = aw.Policy(low=0.2, high=0.8, factor=2.0, min_scale=0.5, max_scale=4.0)
 

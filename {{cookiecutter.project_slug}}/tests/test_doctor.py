@@ -2,7 +2,8 @@
 
 import pytest
 
-from {{ cookiecutter.package_name }} import doctor, project
+from {{ cookiecutter.package_name }} import project
+from {{ cookiecutter.package_name }}.tools import doctor
 
 
 def cuda() -> bool:
@@ -43,7 +44,7 @@ def test_percentile():
 
 
 def test_gpu_check_needs_a_gpu(capsys):
-    from {{ cookiecutter.package_name }} import gpu_check
+    from {{ cookiecutter.package_name }}.tools import gpu_check
 
     if cuda():
         pytest.skip("this machine has a GPU: run `make gpu-check` instead")
@@ -55,7 +56,7 @@ def test_gpu_check_needs_a_gpu(capsys):
 def test_gpu_check_on_a_small_model_stays_under_the_tier_budget():
     if not cuda():
         pytest.skip("needs a CUDA GPU")
-    from {{ cookiecutter.package_name }} import gpu_check
+    from {{ cookiecutter.package_name }}.tools import gpu_check
 
     figures = gpu_check.gpu_check(["--steps", "2"])
     assert figures["torch_peak_reserved_gib"] <= figures["budget_gib"]

@@ -2,7 +2,7 @@
 
 import json
 
-from {{ cookiecutter.package_name }}.health import HEALTH_LOG, Limits, assess, limits_from
+from {{ cookiecutter.package_name }}.training.health import HEALTH_LOG, Limits, assess, limits_from
 
 from conftest import smoke_train
 

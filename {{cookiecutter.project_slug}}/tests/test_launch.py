@@ -5,8 +5,9 @@ import sys
 
 import pytest
 
-from {{ cookiecutter.package_name }} import launch, project
+from {{ cookiecutter.package_name }} import project
 from {{ cookiecutter.package_name }}.errors import UserError
+from {{ cookiecutter.package_name }}.training import launch
 
 
 def plan(env=None):

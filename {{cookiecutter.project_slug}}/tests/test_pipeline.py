@@ -2,8 +2,9 @@
 
 import pytest
 
-from {{ cookiecutter.package_name }} import infer, merge, smoke, train
+from {{ cookiecutter.package_name }} import infer, merge, train
 from {{ cookiecutter.package_name }}.project import BACKEND
+from {{ cookiecutter.package_name }}.tools import smoke
 
 
 def smoke_train(tiny_model_dir, output_dir, *extra):

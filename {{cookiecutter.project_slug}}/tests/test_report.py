@@ -2,7 +2,7 @@
 
 import pytest
 
-from {{ cookiecutter.package_name }} import report
+from {{ cookiecutter.package_name }}.tools import report
 
 
 def test_report_writes_plots_and_a_summary(logged_run, tmp_path):

@@ -10,7 +10,7 @@ from conftest import smoke_train
 
 @pytest.fixture(scope="module")
 def tiny_reward_model(tmp_path_factory):
-    from {{ cookiecutter.package_name }}.tiny_model import build_tiny_reward_model
+    from {{ cookiecutter.package_name }}.tools.tiny_model import build_tiny_reward_model
 
     return build_tiny_reward_model(tmp_path_factory.mktemp("rm") / "reward-model")
 

@@ -4,11 +4,11 @@ import math
 
 import pytest
 
-from {{ cookiecutter.package_name }} import reward_debug
 from {{ cookiecutter.package_name }}.errors import UserError
 from {{ cookiecutter.package_name }}.rewards import REGISTRY, SETTINGS, resolve
 from {{ cookiecutter.package_name }}.rewards.base import call_like_trl
 from {{ cookiecutter.package_name }}.tasks import TASK
+from {{ cookiecutter.package_name }}.tools import reward_debug
 
 NASTY = [
     "",

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from {{ cookiecutter.package_name }} import stages
+from {{ cookiecutter.package_name }}.training import stages
 
 
 def test_the_shipped_two_stage_recipe_runs_both_stages(tiny_model_dir, tmp_path):

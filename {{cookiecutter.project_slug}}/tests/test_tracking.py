@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from {{ cookiecutter.package_name }}.generation import recipe_values
+from {{ cookiecutter.package_name }}.inference import recipe_values
 
 from conftest import smoke_train
 

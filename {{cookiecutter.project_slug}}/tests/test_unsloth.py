@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from {{ cookiecutter.package_name }} import modeling, smoke
+from {{ cookiecutter.package_name }} import modeling
+from {{ cookiecutter.package_name }}.tools import smoke
 from {{ cookiecutter.package_name }}.config import parse_recipe
 
 

@@ -191,7 +191,7 @@ def parse_recipe(argv: Sequence[str] | None = None) -> Recipe:
             missing = args[position + 1] if position + 1 < len(args) else "(none)"
             raise UserError(f"recipe not found: {missing}; pass --config configs/grpo.yaml")
     if "--smoke" in args:
-        from .smoke import smoke_arguments
+        from .tools.smoke import smoke_arguments
 
         args = smoke_arguments(recipe_fields()) + args
     merged = _with_local(args)

@@ -26,7 +26,7 @@ from pathlib import Path
 from . import modeling  # first: the Unsloth backend patches transformers on import
 from .config import parse_recipe
 from .errors import UserError, run
-from .generation import generate, load_model_for_inference, load_tokenizer_for
+from .inference import generate, load_model_for_inference, load_tokenizer_for
 
 logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from . import modeling  # first: the Unsloth backend patches transformers on import
 from .errors import UserError, run
-from .generation import (
+from .inference import (
     chat,
     generate,
     load_model_for_inference,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import modeling  # first: the Unsloth backend patches transformers on import
 from .errors import UserError, run
-from .generation import (
+from .inference import (
     base_model_of,
     chat,
     check_model_dir,

@@ -77,7 +77,7 @@ def load_for_merge(run_dir: str, dtype: str, device: str | None = None):
     """(model, tokenizer) of a training output: base + LoRA adapter, or the full model."""
     from pathlib import Path
 
-    from .generation import load_model_for_inference, load_tokenizer_for
+    from .inference import load_model_for_inference, load_tokenizer_for
 
     path = Path(run_dir)
     return load_model_for_inference(path, dtype, device), load_tokenizer_for(path)

@@ -178,7 +178,7 @@ def fast_generator(model_dir, recipe_values: dict):
     from unsloth import FastLanguageModel
     from vllm import SamplingParams
 
-    from .generation import base_model_of
+    from .inference import base_model_of
 
     model, _ = FastLanguageModel.from_pretrained(
         model_name=base_model_of(model_dir),

@@ -63,8 +63,8 @@ def configure_trackers(training_args) -> None:
 
 def callbacks_for(trainer, recipe) -> list:
     """The health monitor, and the adaptive reward weights when the recipe asks for them."""
-    from .adaptive_weights import AdaptiveRewardWeights, Policy
-    from .health import HealthMonitor, limits_from
+    from .training.adaptive_weights import AdaptiveRewardWeights, Policy
+    from .training.health import HealthMonitor, limits_from
 
     script_args, training_args = recipe.script, recipe.training
     correctness = TASK.metrics[0][1] if TASK.metrics else None
@@ -134,9 +134,9 @@ def build_trainer(recipe, record=None):
 
 def train(argv: Sequence[str] | None = None):
     """Parse the recipe, train, save; returns the trainer."""
-    from .health import HealthMonitor
-    from .run_record import RunRecord
-    from .stopping import StopOnSignal
+    from .training.health import HealthMonitor
+    from .training.run_record import RunRecord
+    from .training.stopping import StopOnSignal
 
     argv = list(sys.argv[1:] if argv is None else argv)
     recipe = parse_recipe(argv)

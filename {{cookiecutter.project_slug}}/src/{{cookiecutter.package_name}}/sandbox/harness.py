@@ -1,6 +1,6 @@
 """Runs one untrusted program and its tests inside the sandbox process (see `sandbox.py`).
 
-Started as `python -I -S -B sandbox_harness.py` in an empty working directory with a scrubbed
+Started as `python -I -S -B harness.py` in an empty working directory with a scrubbed
 environment. It reads one JSON request from stdin, lowers its own resource limits, leaves the
 network namespace when the kernel allows it, installs an audit hook (which cannot be removed)
 that refuses process creation, signals to other processes, sockets, ctypes, frame and garbage-

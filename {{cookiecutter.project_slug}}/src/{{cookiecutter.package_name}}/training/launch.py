@@ -26,12 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import project
-from .errors import UserError, run
-from .generation import recipe_values
+from .. import project
+from ..errors import UserError, run
+from ..inference import recipe_values
 
 ACCELERATE_CONFIGS = Path("configs/accelerate")
-TRAIN_MODULE = f"{__package__}.train"
+TRAIN_MODULE = f"{__package__.rpartition('.')[0]}.train"
 
 
 @dataclass
@@ -170,7 +170,7 @@ def execute(steps: list[Step], health_url: str, timeout: float) -> int:
 
 def parse_args(argv: Sequence[str] | None):
     parser = argparse.ArgumentParser(
-        prog="python -m {{ cookiecutter.package_name }}.launch",
+        prog="python -m {{ cookiecutter.package_name }}.training.launch",
         description="Launch training on this project's tier (see the module docstring).",
     )
     parser.add_argument("--dry-run", action="store_true", help="print the commands only")

@@ -1,6 +1,6 @@
 """A local sandbox for running model-written Python against unit tests.
 
-Each program runs in its own process (`sandbox_harness.py`, see its docstring for what happens
+Each program runs in its own process (`harness.py`, see its docstring for what happens
 inside) with:
 
 * a wall-clock timeout, after which the whole process group is killed, and CPU, memory,
@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-HARNESS = Path(__file__).with_name("sandbox_harness.py")
+HARNESS = Path(__file__).with_name("harness.py")
 MARKER = "GRPO_SANDBOX_RUN"
 
 

@@ -1,6 +1,6 @@
 """Report: plots and a summary of a training run, from the files the run left.
 
-    python -m {{ cookiecutter.package_name }}.report [RUN_DIR] [--output-dir DIR]
+    python -m {{ cookiecutter.package_name }}.tools.report [RUN_DIR] [--output-dir DIR]
 
 Reads `trainer_state.json` (the run's, or its newest checkpoint's) and writes PNG plots of the
 reward (total and per function), reward_std and the share of zero-std groups, kl (when beta > 0),
@@ -18,9 +18,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import UserError, run
-from .generation import recipe_values
-from .health import HEALTH_LOG, Limits, assess, limits_from, training_rows
+from ..errors import UserError, run
+from ..inference import recipe_values
+from ..training.health import HEALTH_LOG, Limits, assess, limits_from, training_rows
 
 # (file name, title, [(metric key, label)])
 PLOTS = (
@@ -43,7 +43,7 @@ SUMMARY_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "kl", "entropy",
 def parse_args(argv: Sequence[str] | None):
     default = Path(recipe_values().get("output_dir", "outputs/run"))
     parser = argparse.ArgumentParser(
-        prog="python -m {{ cookiecutter.package_name }}.report",
+        prog="python -m {{ cookiecutter.package_name }}.tools.report",
         description="Plots and a markdown summary of a training run.",
     )
     parser.add_argument("run_dir", nargs="?", type=Path, default=default,
@@ -194,7 +194,7 @@ def limits_for(run_dir: Path) -> Limits:
     """The health thresholds the run used (from its run record), else the defaults."""
     record = run_dir / "run_record.json"
     values = json.loads(record.read_text(encoding="utf-8"))["recipe"] if record.is_file() else {}
-    from .tasks import TASK
+    from ..tasks import TASK
 
     correctness = TASK.metrics[0][1] if TASK.metrics else None
     return limits_from(

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from . import project
-from .errors import UserError, run
+from .. import project
+from ..errors import UserError, run
 
 OK, INFO, WARN, FAIL = "ok", "info", "warn", "FAIL"
 
@@ -224,7 +224,7 @@ def check_hub(recipe, offline: bool) -> list[Finding]:
         return findings
     api = HfApi()
     targets = [] if local_model else [("model", name)]
-    from .data import is_local
+    from ..data import is_local
 
     if not is_local(recipe.script.dataset_name):
         targets.append(("dataset", recipe.script.dataset_name))
@@ -252,8 +252,8 @@ def percentile(values: list[int], q: float) -> int:
 
 def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list[Finding]:
     """Load and validate the data, then measure prompt lengths with the model's tokenizer."""
-    from . import data, modeling
-    from .tasks import TASK
+    from .. import data, modeling
+    from ..tasks import TASK
 
     if not data.is_local(recipe.script.dataset_name) and (offline or hub_failed):
         why = "offline" if offline else "the Hub is unreachable"
@@ -306,7 +306,7 @@ def check_disk(recipe) -> list[Finding]:
 
 def parse_args(argv: Sequence[str] | None):
     parser = argparse.ArgumentParser(
-        prog="python -m {{ cookiecutter.package_name }}.doctor",
+        prog="python -m {{ cookiecutter.package_name }}.tools.doctor",
         description="Preflight checks; other arguments are recipe overrides, as for train.",
     )
     parser.add_argument("--offline", action="store_true", help="skip checks that need the network")
@@ -317,7 +317,7 @@ def parse_args(argv: Sequence[str] | None):
 def diagnose(argv: Sequence[str] | None = None) -> list[Finding]:
     import torch
 
-    from .config import parse_recipe
+    from ..config import parse_recipe
 
     args, recipe_args = parse_args(argv)
     offline = args.offline or os.environ.get("HF_HUB_OFFLINE") == "1"

@@ -1,7 +1,7 @@
 """Score every reward of the recipe on sample completions before training, one table per reward.
 
-    python -m {{ cookiecutter.package_name }}.reward_debug
-    python -m {{ cookiecutter.package_name }}.reward_debug --completions mine.jsonl
+    python -m {{ cookiecutter.package_name }}.tools.reward_debug
+    python -m {{ cookiecutter.package_name }}.tools.reward_debug --completions mine.jsonl
 
 Without `--completions`, each data row's ideal completion (the task's gold answer written in the
 expected format) is scored, and the command fails unless every reward gives every ideal
@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import data, rewards
-from .config import DEFAULT_RECIPE, parse_recipe
-from .errors import UserError, run
-from .project import SAMPLE_DATA
-from .tasks import TASK
+from .. import data, rewards
+from ..config import DEFAULT_RECIPE, parse_recipe
+from ..errors import UserError, run
+from ..project import SAMPLE_DATA
+from ..tasks import TASK
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Scores:
 
 def parse_args(argv: Sequence[str] | None):
     parser = argparse.ArgumentParser(
-        prog="python -m {{ cookiecutter.package_name }}.reward_debug",
+        prog="python -m {{ cookiecutter.package_name }}.tools.reward_debug",
         description="Score the recipe's rewards on ideal or given completions.",
     )
     parser.add_argument("--config", type=Path, default=DEFAULT_RECIPE, help="the recipe")

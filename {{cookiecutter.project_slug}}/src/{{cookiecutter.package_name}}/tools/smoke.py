@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .project import EXAMPLE_PROMPT, SAMPLE_DATA
+from ..project import EXAMPLE_PROMPT, SAMPLE_DATA
 
 logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
 
@@ -76,10 +76,10 @@ def smoke_arguments(fields: set[str]) -> list[str]:
 
 def pipeline(argv: Sequence[str] | None = None) -> list[str]:
     """Train -> merge -> infer on the tiny model; returns the generated answers."""
-    from . import infer, merge, train
+    from .. import infer, merge, train
 
     parser = argparse.ArgumentParser(
-        prog="python -m {{ cookiecutter.package_name }}.smoke",
+        prog="python -m {{ cookiecutter.package_name }}.tools.smoke",
         description="Offline end-to-end check: tiny model, train -> merge -> infer, on the CPU.",
     )
     parser.add_argument("--config", default="configs/grpo.yaml", help="the recipe to smoke-test")
@@ -96,7 +96,7 @@ def pipeline(argv: Sequence[str] | None = None) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .errors import run
+    from ..errors import run
 
     return run(pipeline, argv)
 

@@ -98,7 +98,7 @@ class RunRecord:
         self.data = {
             "status": "running",
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "command": [sys.executable, "-m", __package__ + ".train", *argv],
+            "command": [sys.executable, "-m", __package__.rpartition(".")[0] + ".train", *argv],
             "seed": recipe.training.seed,
             "recipe": resolved_recipe(recipe),
             "versions": versions(),

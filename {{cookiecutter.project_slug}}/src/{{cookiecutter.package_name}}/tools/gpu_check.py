@@ -15,15 +15,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import project
-from .errors import UserError, run
+from .. import project
+from ..errors import UserError, run
 
 GIB = 1024**3
 
 
 def parse_args(argv: Sequence[str] | None):
     parser = argparse.ArgumentParser(
-        prog="python -m {{ cookiecutter.package_name }}.gpu_check",
+        prog="python -m {{ cookiecutter.package_name }}.tools.gpu_check",
         description="Train a few steps under the tier's memory cap; report peak vs estimate.",
     )
     parser.add_argument("--steps", type=int, default=3, help="optimizer steps (default 3)")
@@ -34,7 +34,7 @@ def parse_args(argv: Sequence[str] | None):
 def gpu_check(argv: Sequence[str] | None = None) -> dict:
     import torch
 
-    from . import train
+    from .. import train
 
     args, overrides = parse_args(argv)
     if not torch.cuda.is_available():

@@ -1,6 +1,6 @@
 """A tiny random model and tokenizer, built locally so every command can run offline.
 
-`python -m {{ cookiecutter.package_name }}.tiny_model OUT_DIR`
+`python -m {{ cookiecutter.package_name }}.tools.tiny_model OUT_DIR`
 writes a ~200k-parameter model of the same architecture family as the project's real model (so
 LoRA target modules match) and a byte-level BPE tokenizer trained on the sample data, with a
 ChatML chat template. Point `model_name_or_path` at OUT_DIR to run train, merge or infer without
@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from .project import SAMPLE_DATA, TINY_ARCH
+from ..project import SAMPLE_DATA, TINY_ARCH
 
 # The last three are only used by the multimodal gemma3 tower (image placeholders).
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|image|>", "<|boi|>", "<|eoi|>"]
@@ -178,7 +178,7 @@ def build_tiny_reward_model(out_dir: Path, seed: int = 0) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m {{ cookiecutter.package_name }}.tiny_model",
+        prog="python -m {{ cookiecutter.package_name }}.tools.tiny_model",
         description="Write a tiny random model + tokenizer for offline runs.",
     )
     parser.add_argument("out_dir", type=Path, help="folder to write (e.g. outputs/tiny-model)")

@@ -1,6 +1,6 @@
 """Multi-stage training: the recipe run in stages, each starting from the previous one's weights.
 
-    python -m {{ cookiecutter.package_name }}.stages configs/stages.yaml [--smoke] [flags]
+    python -m {{ cookiecutter.package_name }}.training.stages configs/stages.yaml [--smoke] [flags]
 
 The stages file names a base recipe and a list of stages; each stage is that recipe with the
 stage's keys replaced (any recipe field: rewards and weights, max_steps, learning_rate, ...).
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import yaml
 
-from .config import recipe_file_values
-from .errors import UserError, run
+from ..config import recipe_file_values
+from ..errors import UserError, run
 from .run_record import RECORD
 
 logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
@@ -31,7 +31,7 @@ logger = logging.getLogger(__spec__.name)  # the real name also under `python -m
 
 def parse_args(argv: Sequence[str] | None):
     parser = argparse.ArgumentParser(
-        prog="python -m {{ cookiecutter.package_name }}.stages",
+        prog="python -m {{ cookiecutter.package_name }}.training.stages",
         description="Train the recipe in stages (e.g. format first, then correctness).",
         epilog="Other options are recipe overrides applied to every stage.",
     )
@@ -78,7 +78,7 @@ def weights_of(folder: Path) -> Path:
         return folder  # full fine-tuning saved the whole model
     merged = folder / "merged"
     if not (merged / "config.json").is_file():
-        from . import merge
+        from .. import merge
 
         merge.merge([str(folder), "--output", str(merged)])
     return merged
@@ -86,8 +86,8 @@ def weights_of(folder: Path) -> Path:
 
 def stages(argv: Sequence[str] | None = None) -> list[Path]:
     args, overrides = parse_args(argv)
-    from . import train
-    from .smoke import SMOKE_OUTPUT_DIR
+    from .. import train
+    from ..tools.smoke import SMOKE_OUTPUT_DIR
 
     base, plan = load_stages(args.stages_file)
     root = str(SMOKE_OUTPUT_DIR / "stages") if args.smoke else base.get("output_dir", "outputs")
