@@ -28,7 +28,6 @@ def recipe():
     """The project's recipe on the sample data (use_cpu lets a GPU recipe parse here)."""
     from {{ cookiecutter.package_name }}.config import parse_recipe
     from {{ cookiecutter.package_name }}.project import SAMPLE_DATA
-    from {{ cookiecutter.package_name }}.tasks import TASK
 
     previous = Path.cwd()
     os.chdir(PROJECT_ROOT)
@@ -38,7 +37,6 @@ def recipe():
         )
     finally:
         os.chdir(previous)
-    TASK.configure(parsed.task)
     return parsed
 
 

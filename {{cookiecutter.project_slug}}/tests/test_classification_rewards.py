@@ -3,17 +3,16 @@
 import pytest
 
 from {{ cookiecutter.package_name }}.errors import UserError
-from {{ cookiecutter.package_name }}.rewards import REGISTRY
+from {{ cookiecutter.package_name }}.rewards import resolve
 from {{ cookiecutter.package_name }}.tasks import TASK, TaskArguments
 
-
-@pytest.fixture(autouse=True)
-def labels():
-    TASK.configure(TaskArguments(labels=["World", "Sports", "Business", "Sci/Tech"]))
+LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 
 
-def score(name, completion, **columns):
-    return REGISTRY[name]([completion], **{k: [v] for k, v in columns.items()})[0]
+def score(name, completion, labels=LABELS, **columns):
+    settings = TASK.reward_settings(TaskArguments(labels=labels))
+    func = resolve([name], settings)[0]
+    return func([completion], **{k: [v] for k, v in columns.items()})[0]
 
 
 @pytest.mark.parametrize(
@@ -61,16 +60,17 @@ def test_answer_tag_format(completion, expected):
 
 
 def test_labels_come_from_the_recipe():
-    TASK.configure(TaskArguments(labels=["SUPPORTED", "REFUTED"]))
-    assert score("label_in_set", "<answer>refuted</answer>") == 1.0
-    assert score("label_in_set", "<answer>World</answer>") == 0.0
+    fact_check = ["SUPPORTED", "REFUTED"]
+    assert score("label_in_set", "<answer>refuted</answer>", labels=fact_check) == 1.0
+    assert score("label_in_set", "<answer>World</answer>", labels=fact_check) == 0.0
+    assert score("label_in_set", "<answer>World</answer>") == 1.0  # no state left behind
 
 
 def test_bad_label_sets_are_refused():
     with pytest.raises(UserError, match="repeat"):
-        TASK.configure(TaskArguments(labels=["Yes", "yes"]))
+        TASK.reward_settings(TaskArguments(labels=["Yes", "yes"]))
     with pytest.raises(UserError, match="at least one"):
-        TASK.configure(TaskArguments(labels=[]))
+        TASK.reward_settings(TaskArguments(labels=[]))
 
 
 def test_a_gold_label_outside_the_set_is_a_data_error(tmp_path, recipe):

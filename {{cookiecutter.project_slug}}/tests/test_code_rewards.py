@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from {{ cookiecutter.package_name }}.rewards import REGISTRY
+from {{ cookiecutter.package_name }}.rewards import REGISTRY, resolve
 from {{ cookiecutter.package_name }}.rewards.code_rewards import code_blocks, parse_tests
+from {{ cookiecutter.package_name }}.tasks import TASK, TaskArguments
 
 TESTS = json.dumps(["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(0, 5) == 5"])
 
@@ -14,9 +15,13 @@ def answer(code: str) -> str:
     return f"<think>add them</think>\n<answer>\n```python\n{code}\n```\n</answer>"
 
 
+def code_correctness():
+    return resolve(["code_correctness"], TASK.reward_settings(TaskArguments()))[0]
+
+
 def correctness(completion: str, tests: str = TESTS, **columns):
     batch = {k: [v] for k, v in columns.items()}
-    return REGISTRY["code_correctness"]([completion], answer=[tests], **batch)[0]
+    return code_correctness()([completion], answer=[tests], **batch)[0]
 
 
 @pytest.mark.parametrize(
@@ -52,7 +57,7 @@ def test_humaneval_style_check_function():
 
 def test_batch_is_scored_in_order():
     completions = [answer("def add(a, b):\n    return a + b"), "no code", answer("x = 1")]
-    scores = REGISTRY["code_correctness"](completions, answer=[TESTS] * 3)
+    scores = code_correctness()(completions, answer=[TESTS] * 3)
     assert scores == [1.0, 0.0, 0.0]
 
 

@@ -37,10 +37,11 @@ def test_the_metric_is_the_tasks_correctness_reward():
         assert name in REGISTRY
 
 
-def test_ideal_completions_score_full_marks(sample_rows):
+def test_ideal_completions_score_full_marks(sample_rows, recipe):
     rows = [dict(row) for row in sample_rows.select(range(min(5, len(sample_rows))))]
-    ideal = [TASK.ideal_completion(row) for row in rows]
-    for label, values in evaluate.score(evaluate.metric_functions(), ideal, rows).items():
+    ideal = [TASK.ideal_completion(row, recipe.task) for row in rows]
+    metrics = evaluate.metric_functions(recipe.reward_settings())
+    for label, values in evaluate.score(metrics, ideal, rows).items():
         assert all(v is None or v == pytest.approx(1.0) for v in values), label
 
 

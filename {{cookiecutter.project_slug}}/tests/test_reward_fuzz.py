@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from {{ cookiecutter.package_name }}.rewards import REGISTRY, call_like_trl
+from {{ cookiecutter.package_name }}.rewards import REGISTRY, bind, call_like_trl
 
 EXAMPLES = int(os.environ.get("GRPO_FUZZ_EXAMPLES", "1000"))
 
@@ -30,8 +30,8 @@ completions = st.one_of(
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_reward_never_fails_on_any_completion(name, sample_rows):
-    func = REGISTRY[name]
+def test_reward_never_fails_on_any_completion(name, sample_rows, recipe):
+    func = bind(REGISTRY[name], recipe.reward_settings())
     row = sample_rows[0]
     low, high = func.reward_range.low, func.reward_range.high
 

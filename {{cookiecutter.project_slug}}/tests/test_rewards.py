@@ -5,7 +5,7 @@ import math
 import pytest
 
 from {{ cookiecutter.package_name }}.errors import UserError
-from {{ cookiecutter.package_name }}.rewards import REGISTRY, SETTINGS, resolve
+from {{ cookiecutter.package_name }}.rewards import REGISTRY, bind, resolve
 from {{ cookiecutter.package_name }}.rewards.base import call_like_trl
 from {{ cookiecutter.package_name }}.tasks import TASK
 from {{ cookiecutter.package_name }}.tools import reward_debug
@@ -44,28 +44,30 @@ def test_ideal_completions_reach_the_top_of_every_range():
 
 def test_rewards_follow_trls_contract(recipe, sample_rows):
     row = sample_rows[0]
-    for name in recipe.script.reward_funcs:
-        values = call_like_trl(REGISTRY[name], [TASK.ideal_completion(row), "", "junk"], [row] * 3)
+    funcs = resolve(recipe.script.reward_funcs, recipe.reward_settings())
+    ideal = TASK.ideal_completion(row, recipe.task)
+    for func in funcs:
+        values = call_like_trl(func, [ideal, "", "junk"], [row] * 3)
         assert len(values) == 3
         assert all(v is None or isinstance(v, float) for v in values)
 
 
 @pytest.mark.parametrize("completion", NASTY, ids=range(len(NASTY)))
-def test_rewards_never_raise_and_stay_in_range(completion, sample_rows):
+def test_rewards_never_raise_and_stay_in_range(completion, sample_rows, recipe):
     row = sample_rows[0]
     for name, func in REGISTRY.items():
-        value = call_like_trl(func, [completion], [row])[0]
+        value = call_like_trl(bind(func, recipe.reward_settings()), [completion], [row])[0]
         if value is None:
             continue
         assert math.isfinite(value), name
         assert func.reward_range.low <= value <= func.reward_range.high, (name, value)
 
 
-def test_a_missing_column_is_a_configuration_error():
+def test_a_missing_column_is_a_configuration_error(recipe):
     for func in REGISTRY.values():
         if func.required_columns:
             with pytest.raises(KeyError, match="needs dataset column"):
-                func(["text"])
+                bind(func, recipe.reward_settings())(["text"])
 
 
 def test_resolve_registry_names_and_dotted_paths():
@@ -123,7 +125,24 @@ def test_partial_format(completion, expected):
 @pytest.mark.parametrize(
     ("tokens", "expected"), [(0, 0.0), (96, 0.0), (112, -0.5), (128, -1.0), (500, -1.0)]
 )
-def test_soft_overlong(tokens, expected, monkeypatch):
-    monkeypatch.setattr(SETTINGS, "max_completion_length", 128)
-    value = REGISTRY["soft_overlong"](["x"], completion_ids=[[1] * tokens])[0]
+def test_soft_overlong(tokens, expected):
+    func = resolve(["soft_overlong"], {"max_completion_length": 128})[0]
+    value = func(["x"], completion_ids=[[1] * tokens])[0]
     assert value == pytest.approx(expected)
+
+
+def test_recipe_settings_are_passed_in_never_module_state():
+    """A reward with parameters refuses to run without them, and no module of the package keeps
+    settings in a global that an earlier call could have left behind."""
+    import ast
+    from pathlib import Path
+
+    import {{ cookiecutter.package_name }} as package
+
+    with pytest.raises(TypeError, match="needs the settings"):
+        REGISTRY["soft_overlong"](["x"], completion_ids=[[1]])
+    with pytest.raises(UserError, match="needs the settings"):
+        resolve(["soft_overlong"], {})
+    for path in Path(package.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assert not any(isinstance(node, ast.Global) for node in ast.walk(tree)), path

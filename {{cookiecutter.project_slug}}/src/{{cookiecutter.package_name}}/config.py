@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from .errors import UserError
 from .modeling import BackendArguments  # first: the Unsloth backend must load before trl
-from .tasks import TaskArguments
+from .tasks import TASK, TaskArguments
 
 DEFAULT_RECIPE = Path("configs/grpo.yaml")
 # Yours: the template never writes it, so regenerating the project (cruft update, replay) keeps
@@ -128,6 +128,13 @@ class Recipe(NamedTuple):
     backend: BackendArguments
     training: object  # trl.GRPOConfig
     model: object  # trl.ModelConfig
+
+    def reward_settings(self) -> dict:
+        """What parameterised rewards take from the recipe (bound by `rewards.resolve`)."""
+        return {
+            "max_completion_length": self.training.max_completion_length,
+            **TASK.reward_settings(self.task),
+        }
 
 
 def recipe_parser():

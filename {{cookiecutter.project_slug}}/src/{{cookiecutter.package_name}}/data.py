@@ -185,7 +185,7 @@ def to_conversations(rows, script_args, task_args):
     def convert(row: dict) -> dict:
         extra = {name: row[source] for source, name in renames.items()}
         view = {**row, **extra}  # the task sees extra columns under the names rewards read
-        content = TASK.user_message(view, prompt_source, answer_source)
+        content = TASK.user_message(view, prompt_source, answer_source, task_args)
         messages = [{"role": "user", "content": content}]
         if script_args.system_prompt:
             messages.insert(0, {"role": "system", "content": script_args.system_prompt})

@@ -27,6 +27,7 @@ from . import modeling  # first: the Unsloth backend patches transformers on imp
 from .config import parse_recipe
 from .errors import UserError, run
 from .inference import generate, load_model_for_inference, load_tokenizer_for
+from .tasks import TASK
 
 logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
 
@@ -67,14 +68,15 @@ def evaluation_rows(recipe, split: str | None, limit: int):
     return [dict(row) for row in rows]
 
 
-def metric_functions():
-    from .rewards import REGISTRY
-    from .tasks import TASK
+def metric_functions(settings: dict):
+    """(label, reward) of the task's metrics, with the recipe settings they take bound."""
+    from .rewards import REGISTRY, resolve
 
     missing = [name for _, name in TASK.metrics if name not in REGISTRY]
     if missing or not TASK.metrics:
         raise UserError(f"the {TASK.name} task has no metric rewards registered: {missing}")
-    return [(label, REGISTRY[name]) for label, name in TASK.metrics]
+    funcs = resolve([name for _, name in TASK.metrics], settings)
+    return [(label, func) for (label, _), func in zip(TASK.metrics, funcs, strict=True)]
 
 
 def completions_for(model_path, rows, args, max_new_tokens: int, samples: int = 1, temperature=0.0):
@@ -151,20 +153,16 @@ def report_table(results: dict[str, dict], rows: int, args) -> str:
 
 def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
     args, overrides = parse_args(argv)
-    from .rewards import configure
-    from .tasks import TASK
-
     recipe = parse_recipe(["--config", args.config, *(["--smoke"] if args.smoke else []),
                            *overrides])  # fmt: skip
-    TASK.configure(recipe.task)
     max_new_tokens = args.max_new_tokens or recipe.training.max_completion_length
-    configure(max_completion_length=max_new_tokens)
+    settings = {**recipe.reward_settings(), "max_completion_length": max_new_tokens}
     trained = args.model or Path(recipe.training.output_dir)
     if not Path(trained).exists():
         raise UserError(f"{trained}: no trained model here; train first or pass --model")
     models = {} if args.no_base else {"base": args.base or recipe.model.model_name_or_path}
     models["trained"] = str(trained)
-    metrics = metric_functions()
+    metrics = metric_functions(settings)
     rows = evaluation_rows(recipe, args.split, args.limit)
     results, predictions = {}, []
     for name, path in models.items():

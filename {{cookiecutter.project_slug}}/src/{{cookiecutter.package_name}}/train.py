@@ -74,7 +74,7 @@ def callbacks_for(trainer, recipe) -> list:
     output_dir = training_args.output_dir
     found = [HealthMonitor(limits, output_dir, script_args.health_stop_on_fatal)]
     if script_args.adaptive_reward_weights:
-        funcs = rewards.resolve(script_args.reward_funcs)
+        funcs = rewards.resolve(script_args.reward_funcs, recipe.reward_settings())
         names = [f.__name__ for f in funcs]
         ranges = [getattr(f, "reward_range", None) for f in funcs]
         if script_args.reward_model:
@@ -99,15 +99,13 @@ def build_trainer(recipe, record=None):
         recipe.script, recipe.task, recipe.training, recipe.model,
     )  # fmt: skip
     modeling.check_gpu_packages(recipe)
-    TASK.configure(task_args)
+    reward_funcs = rewards.resolve(script_args.reward_funcs, recipe.reward_settings())
     rows = data.load_training_rows(script_args, task_args)
-    reward_funcs = rewards.resolve(script_args.reward_funcs)
     check_reward_weights(
         script_args.reward_funcs, training_args.reward_weights, script_args.reward_model
     )
     if script_args.reward_model:
         reward_funcs = [*reward_funcs, script_args.reward_model]  # TRL loads it (num_labels=1)
-    rewards.configure(max_completion_length=training_args.max_completion_length)
     tokenizer = modeling.load_tokenizer(model_args, training_args.trust_remote_code)
     rows, stats = data.prepare(rows, tokenizer, script_args, task_args)
     logger.info("training on %d prompts (%d dropped as too long)", stats.kept, stats.dropped)

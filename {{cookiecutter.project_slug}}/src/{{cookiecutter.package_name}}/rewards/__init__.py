@@ -16,12 +16,11 @@ from pathlib import Path
 from ..errors import UserError
 from .base import (
     REGISTRY,
-    SETTINGS,
     RewardFunc,
     RewardRange,
+    bind,
     call_like_trl,
     completion_text,
-    configure,
     reward,
 )
 
@@ -30,22 +29,29 @@ for _module in pkgutil.iter_modules(__path__):
 
 __all__ = [
     "REGISTRY",
-    "SETTINGS",
     "RewardFunc",
     "RewardRange",
     "call_like_trl",
     "completion_text",
-    "configure",
+    "bind",
     "resolve",
     "reward",
 ]
 
 
-def resolve(names: list[str]) -> list[RewardFunc]:
-    """Callables for the recipe's `reward_funcs`, in order."""
+def resolve(names: list[str], settings: dict | None = None) -> list[RewardFunc]:
+    """Callables for the recipe's `reward_funcs`, in order, with the recipe settings they take
+    (`Recipe.reward_settings()`: max_completion_length and the task's) bound."""
     if not names:
         raise UserError("reward_funcs is empty: list at least one reward in configs/grpo.yaml")
-    return [_resolve_one(name) for name in names]
+    funcs = []
+    for name in names:
+        func = _resolve_one(name)
+        try:
+            funcs.append(bind(func, settings or {}))
+        except KeyError as err:
+            raise UserError(f"{err.args[0]}; they come from the recipe") from err
+    return funcs
 
 
 def _resolve_one(name: str) -> RewardFunc:

@@ -5,6 +5,11 @@ where each dataset column arrives as a list aligned with the completions, and ex
 (or `None`, "not applicable") per completion. The `reward` decorator lets a task write the
 per-completion logic as `f(text, **row) -> float | None` and adds the guarantees TRL does not:
 it never raises because of a completion, never returns NaN/inf, and clamps to the documented range.
+
+Rewards with parameters (the label set, sandbox limits, max_completion_length) name them in
+`@reward(..., settings=(...))` and take them as keyword-only arguments. They are passed in when
+the recipe's rewards are resolved (`resolve(names, settings)`, settings from
+`Recipe.reward_settings()`), never stored in module globals.
 """
 
 from __future__ import annotations
@@ -29,24 +34,6 @@ REGISTRY: dict[str, RewardFunc] = {}
 _TRL_EXTRA_KWARGS = {"trainer_state", "log_extra", "log_metric", "environments", "completion"}
 # Dataset columns TRL does not pass to rewards (it passes prompts/completions itself).
 TRL_RESERVED_COLUMNS = ("prompt", "completion", "completion_ids")
-
-
-@dataclass
-class RewardSettings:
-    """Run settings some rewards need; `train` sets them from the recipe (`configure`)."""
-
-    max_completion_length: int = 512
-
-
-SETTINGS = RewardSettings()
-
-
-def configure(**values) -> None:
-    """Set reward run settings, e.g. `configure(max_completion_length=1024)`."""
-    for key, value in values.items():
-        if not hasattr(SETTINGS, key):
-            raise AttributeError(f"no reward setting '{key}'")
-        setattr(SETTINGS, key, value)
 
 
 @dataclass(frozen=True)
@@ -78,7 +65,7 @@ def completion_text(completion: Any) -> str:
 
 
 def reward(
-    low: float, high: float, batched: bool = False
+    low: float, high: float, batched: bool = False, settings: tuple[str, ...] = ()
 ) -> Callable[[Callable[..., float | None]], RewardFunc]:
     """Turn a scorer into a TRL reward function registered under its name.
 
@@ -86,17 +73,26 @@ def reward(
     arguments; with `batched=True` it receives lists (all completions and their columns) and
     returns a list, so it can parallelise. Required keyword parameters are checked once per
     batch: a missing column is a configuration error and raises, while anything a completion
-    triggers is scored `low`.
+    triggers is scored `low`. `settings` names keyword-only parameters that come from the recipe
+    (see `bind`), not from the dataset.
     """
     if not low < high:
         raise ValueError(f"reward range must have low < high, got ({low}, {high})")
 
     def decorate(scorer: Callable[..., float | None]) -> RewardFunc:
-        required = _required_columns(scorer)
+        required = [c for c in _required_columns(scorer) if c not in settings]
         name = scorer.__name__
 
         @functools.wraps(scorer)
-        def reward_func(completions: list[Any], **kwargs: Any) -> list[float | None]:
+        def reward_func(
+            completions: list[Any], _settings: dict | None = None, **kwargs: Any
+        ) -> list[float | None]:
+            if settings and _settings is None:
+                raise TypeError(
+                    f"reward '{name}' needs the settings {list(settings)}: get it from "
+                    "rewards.resolve(names, recipe.reward_settings())"
+                )
+            fixed = _settings or {}
             missing = [column for column in required if column not in kwargs]
             if missing:
                 raise KeyError(
@@ -110,21 +106,41 @@ def reward(
                 if key not in _TRL_EXTRA_KWARGS and isinstance(value, list) and len(value) == n
             }
             if batched:
-                return _score_batch(scorer, completions, columns, low, high)
+                return _score_batch(scorer, completions, {**columns, **fixed}, low, high)
             scores: list[float | None] = []
             for i, completion in enumerate(completions):
                 row = {key: value[i] for key, value in columns.items()}
-                scores.append(_score_one(scorer, completion, row, low, high))
+                scores.append(_score_one(scorer, completion, {**row, **fixed}, low, high))
             return scores
 
         reward_func.reward_range = RewardRange(low, high)  # type: ignore[attr-defined]
         reward_func.required_columns = tuple(required)  # type: ignore[attr-defined]
+        reward_func.settings = tuple(settings)  # type: ignore[attr-defined]
         if name in REGISTRY and REGISTRY[name].__module__ != reward_func.__module__:
             raise ValueError(f"two reward functions are named '{name}'")
         REGISTRY[name] = reward_func
         return reward_func
 
     return decorate
+
+
+def bind(func: RewardFunc, settings: dict) -> RewardFunc:
+    """The reward with the recipe settings it names fixed (TRL calls it without them); rewards
+    without settings come back as they are."""
+    needed = getattr(func, "settings", ())
+    if not needed:
+        return func
+    missing = [key for key in needed if key not in settings]
+    if missing:
+        raise KeyError(f"reward '{func.__name__}' needs the settings {missing}")
+    values = {key: settings[key] for key in needed}
+
+    @functools.wraps(func)
+    def bound(completions: list[Any], **kwargs: Any) -> list[float | None]:
+        return func(completions, _settings=values, **kwargs)
+
+    bound.settings = ()  # type: ignore[attr-defined]
+    return bound
 
 
 def _required_columns(scorer: Callable[..., Any]) -> list[str]:

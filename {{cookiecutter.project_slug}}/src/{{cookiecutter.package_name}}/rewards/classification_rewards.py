@@ -10,18 +10,11 @@ import re
 
 from .base import extract_answer, reward
 
-LABELS: tuple[str, ...] = ()
 _ANSWER_BLOCK_RE = re.compile(r"<answer>(.*?)</answer>\s*\Z", re.DOTALL)
 
 
 def normalise(label: str) -> str:
     return " ".join(str(label).split()).casefold()
-
-
-def configure(labels) -> None:
-    """Set the label set (the task's `labels` recipe field)."""
-    global LABELS
-    LABELS = tuple(labels)
 
 
 @reward(low=0.0, high=1.0)
@@ -33,13 +26,13 @@ def label_correctness(completion: str, answer: str, **row) -> float:
     return 1.0 if normalise(predicted) == normalise(answer) else 0.0
 
 
-@reward(low=0.0, high=1.0)
-def label_in_set(completion: str, **row) -> float:
+@reward(low=0.0, high=1.0, settings=("labels",))
+def label_in_set(completion: str, *, labels: tuple[str, ...], **row) -> float:
     """1.0 when the answer is one of the labels (right or wrong): it learned the label set."""
     predicted = extract_answer(completion)
     if predicted is None:
         return 0.0
-    return 1.0 if normalise(predicted) in {normalise(label) for label in LABELS} else 0.0
+    return 1.0 if normalise(predicted) in {normalise(label) for label in labels} else 0.0
 
 
 @reward(low=0.0, high=1.0)

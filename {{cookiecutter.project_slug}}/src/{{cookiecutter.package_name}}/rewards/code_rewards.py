@@ -13,14 +13,7 @@ import re
 from .. import sandbox
 from .base import extract_answer, reward
 
-LIMITS = sandbox.Limits()
 _FENCE_RE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
-
-
-def configure(limits: sandbox.Limits) -> None:
-    """Set the sandbox limits (the code task's recipe fields)."""
-    global LIMITS
-    LIMITS = limits
 
 
 def code_blocks(text: str) -> list[str]:
@@ -44,8 +37,10 @@ def parse_tests(answer: str, entry_point: str | None = None) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-@reward(low=0.0, high=1.0, batched=True)
-def code_correctness(completions: list[str], answer: list[str], **columns) -> list[float]:
+@reward(low=0.0, high=1.0, batched=True, settings=("limits",))
+def code_correctness(
+    completions: list[str], answer: list[str], *, limits: sandbox.Limits, **columns
+) -> list[float]:
     """Fraction of the row's tests the completion's (last) code block passes; 0 without code."""
     setups = columns.get("setup") or [""] * len(completions)
     entry_points = columns.get("entry_point") or [None] * len(completions)
@@ -57,7 +52,7 @@ def code_correctness(completions: list[str], answer: list[str], **columns) -> li
             jobs.append((blocks[-1], tests, str(setups[i] or "")))
             positions.append(i)
     scores = [0.0] * len(completions)
-    for i, run in zip(positions, sandbox.run_many(jobs, LIMITS), strict=True):
+    for i, run in zip(positions, sandbox.run_many(jobs, limits), strict=True):
         scores[i] = run.fraction
     return scores
 

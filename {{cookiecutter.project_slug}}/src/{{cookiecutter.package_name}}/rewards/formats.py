@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .base import SETTINGS, reward
+from .base import reward
 
 TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 
@@ -45,12 +45,14 @@ def partial_format(completion: str, **row) -> float:
     return score
 
 
-@reward(low=-1.0, high=0.0)
-def soft_overlong(completion: str, completion_ids=None, **row) -> float:
+@reward(low=-1.0, high=0.0, settings=("max_completion_length",))
+def soft_overlong(
+    completion: str, completion_ids=None, *, max_completion_length: int, **row
+) -> float:
     """DAPO's soft overlong punishment: 0 up to the last quarter of max_completion_length, then
     falling linearly to -1 at the limit (truncated completions). Token counts come from TRL's
     `completion_ids`; without them (reward debug) they are estimated as characters / 4."""
-    limit = SETTINGS.max_completion_length
+    limit = max_completion_length
     buffer = max(1, limit // 4)
     length = len(completion_ids) if completion_ids is not None else len(completion) // 4
     if length <= limit - buffer:

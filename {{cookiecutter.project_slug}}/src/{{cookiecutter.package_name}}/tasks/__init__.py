@@ -2,8 +2,9 @@
 what a perfect completion looks like.
 
 `TASK` is the project's task (chosen when the project was generated) and `TaskArguments` its
-recipe fields (a dataclass parsed from `configs/grpo.yaml` with the others). Its reward
-functions live in `rewards/`; the recipe lists which ones train, with their weights.
+recipe fields (a dataclass parsed from `configs/grpo.yaml` with the others), passed to every
+function of the task that needs them. Its reward functions live in `rewards/`; the recipe lists
+which ones train, with their weights, and `reward_settings` hands them the task's parameters.
 """
 
 from __future__ import annotations
@@ -20,22 +21,29 @@ def _nothing(*args) -> None:
     return None
 
 
+def _no_settings(task_args) -> dict:
+    return {}
+
+
 @dataclass(frozen=True)
 class Task:
     """A task type: the pieces of the pipeline that differ between math, code, JSON, ..."""
 
     name: str
-    # Builds the user message from a data row, given the prompt and answer column names.
-    user_message: Callable[[dict, str, str], str]
-    # A completion that every reward of the task scores at the top of its range; used by the
-    # reward debug command and the tests ("test each reward on its own before training").
-    ideal_completion: Callable[[dict], str]
+    # Builds the user message from a data row, given the prompt and answer column names and the
+    # task's arguments.
+    user_message: Callable[[dict, str, str, object], str]
+    # A completion that every reward of the task scores at the top of its range, given a training
+    # row and the task's arguments; used by the reward debug command and the tests ("test each
+    # reward on its own before training").
+    ideal_completion: Callable[[dict, object], str]
     # The gold answer (the answer column's value) as the text rewards receive as `answer`.
     gold: Callable[[object], str] = str
     # Extra columns rewards read, as {name rewards see: recipe field naming the source column}.
     columns: Callable[[object], dict[str, str]] = _no_columns
-    # Applies the task's recipe fields (e.g. sandbox limits, label set) before rewards run.
-    configure: Callable[[object], None] = _nothing
+    # The settings the task's rewards take from its recipe fields (e.g. the label set, sandbox
+    # limits), checked; bound to the rewards when they are resolved (rewards.resolve).
+    reward_settings: Callable[[object], dict] = _no_settings
     # Raises DataError for rows the task cannot use (after the generic column checks); gets
     # (rows, source name, task arguments, answer column).
     validate: Callable[[object, str, object, str], None] = _nothing
@@ -55,7 +63,9 @@ def message_text(value) -> str:
     return str(value).strip()
 
 
-def plain_user_message(row: dict, prompt_column: str, answer_column: str = "") -> str:
+def plain_user_message(
+    row: dict, prompt_column: str, answer_column: str = "", task_args: object = None
+) -> str:
     """The prompt column's text, as is."""
     return message_text(row[prompt_column])
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import UserError
-from ..rewards import classification_rewards
 from ..rewards.classification_rewards import normalise
 from . import Task, message_text, think_answer
 
@@ -19,22 +18,27 @@ class TaskArguments:
     labels: list[str] = field(default_factory=lambda: list(DEFAULT_LABELS))
 
 
-def user_message(row: dict, prompt_column: str, answer_column: str) -> str:
-    labels = ", ".join(classification_rewards.LABELS)
-    return f"{message_text(row[prompt_column])}\n\nLabels: {labels}"
-
-
-def ideal_completion(row: dict) -> str:
-    return think_answer("Decide which label fits the text best.", str(row["answer"]))
-
-
-def configure(task_args) -> None:
-    labels = [str(label).strip() for label in task_args.labels]
+def label_set(task_args) -> tuple[str, ...]:
+    """The recipe's labels, checked: at least one, none empty, no two alike."""
+    labels = tuple(str(label).strip() for label in task_args.labels)
     if not labels or any(not label for label in labels):
         raise UserError("labels must list at least one non-empty label")
     if len({normalise(label) for label in labels}) != len(labels):
-        raise UserError(f"labels repeat (case-insensitively): {labels}")
-    classification_rewards.configure(labels)
+        raise UserError(f"labels repeat (case-insensitively): {list(labels)}")
+    return labels
+
+
+def user_message(row: dict, prompt_column: str, answer_column: str, task_args) -> str:
+    labels = ", ".join(label_set(task_args))
+    return f"{message_text(row[prompt_column])}\n\nLabels: {labels}"
+
+
+def ideal_completion(row: dict, task_args) -> str:
+    return think_answer("Decide which label fits the text best.", str(row["answer"]))
+
+
+def reward_settings(task_args) -> dict:
+    return {"labels": label_set(task_args)}
 
 
 def validate(rows, source: str, task_args, answer_column: str) -> None:
@@ -54,7 +58,7 @@ TASK = Task(
     name="classification",
     user_message=user_message,
     ideal_completion=ideal_completion,
-    configure=configure,
+    reward_settings=reward_settings,
     validate=validate,
     metrics=(("accuracy", "label_correctness"), ("valid_label", "label_in_set")),
 )

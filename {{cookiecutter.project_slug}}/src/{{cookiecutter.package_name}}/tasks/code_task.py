@@ -6,7 +6,6 @@ import json
 from dataclasses import dataclass
 
 from .. import sandbox
-from ..rewards import code_rewards
 from . import Task, message_text, think_answer
 
 
@@ -22,10 +21,7 @@ class TaskArguments:
     entry_point_column: str | None = None  # HumanEval: the function `check()` receives
 
 
-_settings = {"solution_column": "code"}
-
-
-def user_message(row: dict, prompt_column: str, answer_column: str) -> str:
+def user_message(row: dict, prompt_column: str, answer_column: str, task_args) -> str:
     """MBPP: the problem plus the tests to pass (they name the function). HumanEval: the stub."""
     text = message_text(row[prompt_column])
     tests = row.get(answer_column)
@@ -40,8 +36,8 @@ def gold(value) -> str:
     return json.dumps(list(value)) if isinstance(value, list) else str(value)
 
 
-def ideal_completion(row: dict) -> str:
-    column = _settings["solution_column"]
+def ideal_completion(row: dict, task_args) -> str:
+    column = task_args.solution_column
     solution = str(row.get(column) or "") if column else ""
     return think_answer("Write the function the tests call.", f"```python\n{solution}\n```")
 
@@ -51,15 +47,13 @@ def columns(task_args) -> dict[str, str]:
     return {name: field for name, field in wanted.items() if getattr(task_args, field)}
 
 
-def configure(task_args) -> None:
-    _settings["solution_column"] = task_args.solution_column
-    code_rewards.configure(
-        sandbox.Limits(
-            timeout=task_args.sandbox_timeout,
-            memory_mb=task_args.sandbox_memory_mb,
-            workers=task_args.sandbox_workers,
-        )
+def reward_settings(task_args) -> dict:
+    limits = sandbox.Limits(
+        timeout=task_args.sandbox_timeout,
+        memory_mb=task_args.sandbox_memory_mb,
+        workers=task_args.sandbox_workers,
     )
+    return {"limits": limits}
 
 
 TASK = Task(
@@ -68,6 +62,6 @@ TASK = Task(
     ideal_completion=ideal_completion,
     gold=gold,
     columns=columns,
-    configure=configure,
+    reward_settings=reward_settings,
     metrics=(("pass_rate", "code_correctness"),),
 )

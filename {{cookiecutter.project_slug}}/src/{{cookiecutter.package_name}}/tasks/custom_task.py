@@ -22,12 +22,12 @@ class TaskArguments:
     """EDIT HERE: recipe fields your task needs (they become keys of configs/grpo.yaml)."""
 
 
-def user_message(row: dict, prompt_column: str, answer_column: str) -> str:
+def user_message(row: dict, prompt_column: str, answer_column: str, task_args) -> str:
     """EDIT HERE: the user message for one data row."""
     return message_text(row[prompt_column])
 
 
-def ideal_completion(row: dict) -> str:
+def ideal_completion(row: dict, task_args) -> str:
     """EDIT HERE: a completion every reward should score at the top of its range."""
     return think_answer("Recall the fact.", str(row["answer"]))
 

@@ -14,12 +14,12 @@ class TaskArguments:
     schema_column: str = "schema"  # column holding each row's JSON Schema (a JSON string)
 
 
-def user_message(row: dict, prompt_column: str, answer_column: str) -> str:
+def user_message(row: dict, prompt_column: str, answer_column: str, task_args) -> str:
     schema = row["schema"]
     return f"{message_text(row[prompt_column])}\n\nJSON Schema:\n{schema}"
 
 
-def ideal_completion(row: dict) -> str:
+def ideal_completion(row: dict, task_args) -> str:
     return str(row["answer"]).strip()
 
 

@@ -13,7 +13,7 @@ class TaskArguments:
     """Math needs no recipe fields beyond the common ones."""
 
 
-def ideal_completion(row: dict) -> str:
+def ideal_completion(row: dict, task_args) -> str:
     return think_answer("Work through the problem step by step.", gold_text(row["answer"]))
 
 

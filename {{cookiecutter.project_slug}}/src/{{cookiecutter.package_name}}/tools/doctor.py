@@ -258,8 +258,8 @@ def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list
     if not data.is_local(recipe.script.dataset_name) and (offline or hub_failed):
         why = "offline" if offline else "the Hub is unreachable"
         return [Finding(WARN, "data", f"{why}: {recipe.script.dataset_name} not loaded", "")]
-    TASK.configure(recipe.task)
     try:
+        TASK.reward_settings(recipe.task)  # checks the task's settings (e.g. the label set)
         rows = data.load_training_rows(recipe.script, recipe.task)
     except UserError as err:
         return [Finding(FAIL, "data", str(err), "fix the data or the column settings")]

@@ -84,7 +84,7 @@ def score(recipe, rows, pairs: list[tuple[int, str]]) -> list[Scores]:
     texts = [text for _, text in pairs]
     results = []
     names = recipe.script.reward_funcs
-    for name, func in zip(names, rewards.resolve(names), strict=True):
+    for name, func in zip(names, rewards.resolve(names, recipe.reward_settings()), strict=True):
         values = rewards.call_like_trl(func, texts, chosen)
         bounds = getattr(func, "reward_range", None)
         low, high = (bounds.low, bounds.high) if bounds else (float("-inf"), float("inf"))
@@ -134,15 +134,13 @@ def debug(argv: Sequence[str] | None = None) -> bool:
     recipe = parse_recipe(
         ["--config", str(args.config), "--use_cpu", "true", "--dataset_name", str(args.data)]
     )
-    TASK.configure(recipe.task)
-    rewards.configure(max_completion_length=recipe.training.max_completion_length)
     rows = data.load_training_rows(recipe.script, recipe.task)
     rows = rows.select(range(min(args.max_rows, len(rows))))
     rows = data.to_conversations(rows, recipe.script, recipe.task)
     if args.completions:
         pairs = load_completions(args.completions, len(rows))
     else:
-        pairs = [(i, TASK.ideal_completion(rows[i])) for i in range(len(rows))]
+        pairs = [(i, TASK.ideal_completion(rows[i], recipe.task)) for i in range(len(rows))]
     ok = report(score(recipe, rows, pairs), pairs, args.limit, ideal=args.completions is None)
     if not ok:
         raise UserError("an ideal completion did not reach the top of a reward's range (see NO)")
