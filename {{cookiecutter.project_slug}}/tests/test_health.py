@@ -2,7 +2,7 @@
 
 import json
 
-from {{ cookiecutter.package_name }}.training.health import HEALTH_LOG, Limits, assess, limits_from
+from {{ cookiecutter.package_name }}.training.health import HEALTH_LOG, assess, default_limits, limits_from
 
 from conftest import smoke_train
 
@@ -19,7 +19,7 @@ def logs(n, **values):
 
 
 def checks(rows, **limits):
-    return {f.check: f for f in assess(rows, Limits(**limits))}
+    return {f.check: f for f in assess(rows, default_limits(**limits))}
 
 
 def test_healthy_logs_raise_nothing():
@@ -72,11 +72,11 @@ def test_length_rising_without_correctness_is_flagged_as_reward_hacking():
 
 def test_evaluation_and_summary_rows_are_ignored():
     rows = [{"step": 1, "eval_reward": 0.0}, {"step": 2, "train_runtime": 1.0, "reward": 0.0}]
-    assert assess(rows, Limits()) == []
+    assert assess(rows, default_limits()) == []
 
 
 def test_limits_come_from_the_recipe(recipe):
-    limits = limits_from({**vars(recipe.script), "beta": 0.04, "max_completion_length": 99})
+    limits = limits_from(recipe.script, beta=0.04, max_completion_length=99)
     assert limits.zero_std_max == recipe.script.health_zero_std_max
     assert limits.beta == 0.04 and limits.max_completion_length == 99
 

@@ -38,6 +38,20 @@ def test_plan_matches_the_tier():
         assert "serve" in server.command
 
 
+def test_overrides_reach_the_vllm_server_as_well_as_the_trainer():
+    """The server is built from the same resolved recipe as the trainer: a longer completion
+    lengthens the server's context, another port moves the server."""
+    if project.TIER_NODES > 1 or not project.VLLM_SERVER_GPUS:
+        pytest.skip("no vLLM server in this plan")
+    steps = launch.plan(["--max_completion_length", "4096", "--vllm_server_port", "8123"], {})
+    server = steps[0].command
+    recipe = launch.launch_recipe([])
+    assert int(server[server.index("--max-model-len") + 1]) == (
+        recipe.script.max_prompt_tokens + 4096
+    )
+    assert server[server.index("--port") + 1] == "8123"
+
+
 def test_multi_node_needs_the_main_address():
     if project.TIER_NODES == 1:
         pytest.skip("single node")

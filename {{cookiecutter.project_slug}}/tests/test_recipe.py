@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from {{ cookiecutter.package_name }} import config
-from {{ cookiecutter.package_name }}.config import parse_recipe, recipe_file_values
+from {{ cookiecutter.package_name }}.config import LOCAL_RECIPE, parse_recipe
 from {{ cookiecutter.package_name }}.errors import UserError
 from {{ cookiecutter.package_name }}.rewards import REGISTRY
 
@@ -14,7 +14,14 @@ RECIPE = Path("configs/grpo.yaml")
 
 
 def recipe_values() -> dict:
-    return recipe_file_values(RECIPE)  # with configs/local.yaml, if you have one
+    """What the recipe files say (configs/local.yaml on top, if you have one): the test compares
+    it with what the parser made of them."""
+    import yaml
+
+    values = yaml.safe_load(RECIPE.read_text())
+    if LOCAL_RECIPE.is_file():
+        values.update(yaml.safe_load(LOCAL_RECIPE.read_text()) or {})
+    return values
 
 
 # Fields Unsloth's CPU fallback rewrites when the config is built (bf16/fp16 by what the CPU
@@ -29,8 +36,8 @@ def unsloth_cpu_mode() -> bool:
 
 
 def parse(*overrides):
-    # use_cpu lets a GPU recipe (bf16/fp16) parse on this machine; nothing else is overridden.
-    return parse_recipe(["--config", str(RECIPE), "--use_cpu", "true", *overrides])
+    # read_only (use_cpu) lets a GPU recipe (bf16/fp16) parse on this machine.
+    return parse_recipe(["--config", str(RECIPE), *overrides], read_only=True)
 
 
 def test_recipe_loads_into_installed_grpo_config_and_model_config():
@@ -69,7 +76,7 @@ def test_a_removed_field_fails_the_parse(tmp_path):
     stale = tmp_path / "stale.yaml"
     stale.write_text(RECIPE.read_text() + "\nmax_prompt_length: 512\n")
     with pytest.raises(UserError, match="max_prompt_length"):
-        parse_recipe(["--config", str(stale), "--use_cpu", "true"])
+        parse_recipe(["--config", str(stale)], read_only=True)
 
 
 def test_batch_arithmetic_is_valid():
@@ -115,10 +122,49 @@ def test_local_yaml_applies_on_top_of_the_generated_recipe(tmp_path, monkeypatch
     recipe = parse("--learning_rate", "3e-5")
     assert recipe.training.max_steps == 7 and recipe.script.system_prompt == "mine"
     assert recipe.training.learning_rate == pytest.approx(3e-5)  # the command line still wins
-    assert recipe_file_values(RECIPE)["max_steps"] == 7
+    assert parse("--config=configs/grpo.yaml").training.max_steps == 7  # the = form too
     other = tmp_path / "other.yaml"
     other.write_text(RECIPE.read_text())
-    assert parse_recipe(["--config", str(other), "--use_cpu", "true"]).training.max_steps != 7
+    assert parse_recipe(["--config", str(other)], read_only=True).training.max_steps != 7
+
+
+def test_layers_apply_in_the_documented_order(tmp_path, monkeypatch):
+    """recipe < local.yaml < an extra layer (stage) < --smoke < command line, all in memory."""
+    local = tmp_path / "local.yaml"
+    local.write_text("max_steps: 7\nlearning_rate: 1.0e-4\nseed: 3\nlogging_steps: 9\n")
+    monkeypatch.setattr(config, "LOCAL_RECIPE", local)
+    stage = config.Layer("a stage", {"learning_rate": 2.0e-4, "seed": 5, "logging_steps": 8})
+    recipe = parse_recipe(["--config", str(RECIPE), "--smoke", "--seed", "11"], extra=stage)
+    training = recipe.training
+    assert training.max_steps == 2  # --smoke over local.yaml
+    assert training.learning_rate == pytest.approx(2.0e-4)  # the stage over local.yaml
+    assert training.logging_steps == 1  # --smoke over the stage
+    assert training.seed == 11  # the command line over everything
+    assert list(tmp_path.iterdir()) == [local]  # no temporary recipe files
+
+
+def test_smoke_reads_the_sample_data_with_its_own_columns(tmp_path, monkeypatch):
+    """A user's data mapping in local.yaml does not break the offline smoke run."""
+    from {{ cookiecutter.package_name }}.project import SAMPLE_DATA
+
+    local = tmp_path / "local.yaml"
+    local.write_text("dataset_name: my/data\nprompt_column: q\nanswer_column: a\n")
+    monkeypatch.setattr(config, "LOCAL_RECIPE", local)
+    mine = parse()
+    assert (mine.script.dataset_name, mine.script.prompt_column) == ("my/data", "q")
+    smoke = parse_recipe(["--config", str(RECIPE), "--smoke"])
+    defaults = config.ScriptArguments()
+    assert smoke.script.dataset_name == SAMPLE_DATA
+    assert smoke.script.prompt_column == defaults.prompt_column
+    assert smoke.script.answer_column == defaults.answer_column
+
+
+def test_an_unknown_field_names_the_layer_that_holds_it(tmp_path, monkeypatch):
+    local = tmp_path / "local.yaml"
+    local.write_text("max_stepz: 7\n")
+    monkeypatch.setattr(config, "LOCAL_RECIPE", local)
+    with pytest.raises(UserError, match="local.yaml: unknown field.*max_stepz"):
+        parse()
 
 
 def test_a_broken_local_yaml_is_one_clear_error(tmp_path, monkeypatch):

@@ -27,6 +27,6 @@ def test_a_run_without_logs_is_one_clear_error(tmp_path):
 def test_health_verdicts_list_every_check():
     rows = [{"step": i, "reward": 0.5, "reward_std": 0.0, "frac_reward_zero_std": 1.0}
             for i in range(1, 4)]  # fmt: skip
-    table = report.health_verdicts(rows, report.Limits())
+    table = report.health_verdicts(rows, report.default_limits())
     assert "| reward_std | warned at 3 logs (steps 1-3) |" in table
     assert "| kl | ok |" in table

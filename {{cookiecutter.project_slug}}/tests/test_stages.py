@@ -1,7 +1,6 @@
 """Multi-stage training: each stage is the recipe with its overrides, starting from the last."""
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,11 +10,12 @@ from {{ cookiecutter.package_name }}.training import stages
 
 
 def test_the_shipped_two_stage_recipe_runs_both_stages(tiny_model_dir, tmp_path):
-    shutil.rmtree("outputs/smoke/stages", ignore_errors=True)  # a fresh run, not a resumed one
     spec = yaml.safe_load(Path("configs/stages.yaml").read_text())
     assert [s["name"] for s in spec["stages"]] == ["format", "correctness"]
-    folders = stages.stages(["configs/stages.yaml", "--smoke", "--model_name_or_path",
+    root = ["--output_dir", str(tmp_path / "stages")]  # never the user's outputs/
+    folders = stages.stages(["configs/stages.yaml", "--smoke", *root, "--model_name_or_path",
                              str(tiny_model_dir), "--max_steps", "1"])  # fmt: skip
+    assert all(folder.parent == tmp_path / "stages" for folder in folders)
     first, second = folders
     for folder in folders:
         record = json.loads((folder / "run_record.json").read_text())
@@ -30,7 +30,7 @@ def test_the_shipped_two_stage_recipe_runs_both_stages(tiny_model_dir, tmp_path)
     else:
         assert second_recipe["model_name_or_path"] == str(first)
     # A rerun skips the finished stages.
-    again = stages.stages(["configs/stages.yaml", "--smoke", "--max_steps", "1"])
+    again = stages.stages(["configs/stages.yaml", "--smoke", *root, "--max_steps", "1"])
     assert again == folders
 
 

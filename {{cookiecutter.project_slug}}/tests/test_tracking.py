@@ -4,15 +4,13 @@ import os
 
 import pytest
 
-from {{ cookiecutter.package_name }}.inference import recipe_values
-
 from conftest import smoke_train
 
-TRACKER = recipe_values().get("report_to", "none")
 
-
-@pytest.mark.skipif(TRACKER == "none", reason="this project reports to no tracker")
-def test_the_tracker_records_a_run_offline(tiny_model_dir, tmp_path, monkeypatch):
+def test_the_tracker_records_a_run_offline(recipe, tiny_model_dir, tmp_path, monkeypatch):
+    TRACKER = (recipe.training.report_to or ["none"])[0]  # noqa: N806
+    if TRACKER == "none":
+        pytest.skip("this project reports to no tracker")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
     monkeypatch.setenv("TRACKIO_DIR", str(tmp_path / "trackio"))
     monkeypatch.delenv("WANDB_API_KEY", raising=False)

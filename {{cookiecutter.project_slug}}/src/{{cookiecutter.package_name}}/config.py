@@ -1,17 +1,32 @@
-"""The recipe: `configs/grpo.yaml` parsed by TRL's own `TrlParser`.
+"""The recipe: one typed object read by every command, from layers merged in one place.
 
-A recipe is one flat YAML mapping whose keys are fields of five dataclasses: `ScriptArguments`
-(below: data, prompts, rewards), the task's `TaskArguments` (`tasks/`), the backend's
+A recipe is one flat mapping whose keys are fields of five dataclasses: `ScriptArguments`
+(below: data, prompts, rewards, health), the task's `TaskArguments` (`tasks/`), the backend's
 `BackendArguments` (`modeling.py`), TRL's `GRPOConfig` (training) and `ModelConfig` (model,
-LoRA).
-Any key can be overridden on the command line (`--learning_rate 1e-5`). A key that the installed
-TRL does not know fails the parse, which is how stale tutorial fields are caught early.
+LoRA). `parse_recipe(argv)` builds it from these layers, each overriding the ones before it:
+
+1. the dataclasses' defaults (each default exists once, in its dataclass);
+2. the recipe file: `configs/grpo.yaml`, unless `--config PATH` (or `--config=PATH`) names one;
+3. `configs/local.yaml`, yours (regeneration never touches it), on top of the generated recipe;
+4. one more layer a command adds: a stage's keys (`training/stages.py`), or the sample data
+   with its own columns (reward_debug);
+5. the smoke overrides (`--smoke`: tiny local model, the sample data with its own columns, CPU,
+   two steps), so any recipe runs offline;
+6. `use_cpu: true` for commands that only read the recipe (infer, merge, report...), so a GPU
+   recipe can be read on a laptop;
+7. the command line (`--learning_rate 1e-5`, any field).
+
+The merged values become the parser's defaults and the command line is parsed on top, by TRL's
+own `TrlParser`; no temporary file, no rewriting of arguments. A key that the installed TRL does
+not know fails with the layer that holds it, which is how stale tutorial fields are caught early.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -30,20 +45,28 @@ LOCAL_RECIPE = Path("configs/local.yaml")
 class ScriptArguments:
     """Recipe fields of this project (everything that is not GRPOConfig or ModelConfig)."""
 
+    # The data mapping defaults to the task's own dataset (`DATA` in tasks/<task>_task.py).
     dataset_name: str = field(
-        default="openai/gsm8k",
+        default=TASK.data.dataset_name,
         metadata={"help": "Hub dataset id, or a local .jsonl/.json/.csv/.parquet file."},
     )
     dataset_config: str | None = field(
-        default=None, metadata={"help": "Hub dataset configuration name (ignored for local files)."}
+        default=TASK.data.dataset_config,
+        metadata={"help": "Hub dataset configuration name (ignored for local files)."},
     )
-    dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
-    dataset_test_split: str = field(default="test", metadata={"help": "Held-out split."})
+    dataset_train_split: str = field(
+        default=TASK.data.train_split, metadata={"help": "Split to train on."}
+    )
+    dataset_test_split: str = field(
+        default=TASK.data.test_split, metadata={"help": "Held-out split for evaluate."}
+    )
     prompt_column: str = field(
-        default="question", metadata={"help": "Column holding the question/instruction text."}
+        default=TASK.data.prompt_column,
+        metadata={"help": "Column holding the question/instruction text."},
     )
     answer_column: str = field(
-        default="answer", metadata={"help": "Column holding the gold answer the rewards check."}
+        default=TASK.data.answer_column,
+        metadata={"help": "Column holding the gold answer the rewards check."},
     )
     system_prompt: str = field(
         default="", metadata={"help": "System message; it states the output format."}
@@ -120,6 +143,70 @@ class ScriptArguments:
     )
 
 
+# --- the smoke layer (`--smoke`) --------------------------------------------------------------
+
+TINY_MODEL_DIR = Path("outputs/tiny-model")
+SMOKE_OUTPUT_DIR = Path("outputs/smoke")
+
+# What `--smoke` replaces: only what cannot run on a laptop CPU without downloads (model, data,
+# precision, GPU-only features, size). The task, prompts, rewards and LoRA settings stay, so a
+# smoke run exercises the same code path as the real one. Keys the installed stack lacks (the
+# other backend's names) are skipped.
+SMOKE_OVERRIDES: dict[str, object] = {
+    "smoke": True,
+    "model_name_or_path": str(TINY_MODEL_DIR),
+    "max_train_samples": 16,
+    "output_dir": str(SMOKE_OUTPUT_DIR),
+    # CPU, full precision, no GPU-only features.
+    "use_cpu": True,
+    "bf16": False,
+    "fp16": False,
+    "dtype": "float32",
+    "load_in_4bit": False,
+    "load_in_8bit": False,
+    "optim": "adamw_torch",
+    "activation_checkpointing": False,  # transformers 5.24 (gradient_checkpointing before)
+    "gradient_checkpointing": False,
+    "fast_inference": False,  # Unsloth backend
+    "max_seq_length": 2048,  # Unsloth backend
+    "use_vllm": False,
+    "warmup_steps": 0,
+    # Small and short: 2 optimizer steps of 4 completions (one prompt x 4 generations).
+    "max_steps": 2,
+    "per_device_train_batch_size": 4,
+    "gradient_accumulation_steps": 1,
+    "num_generations": 4,
+    "max_completion_length": 16,
+    "max_prompt_tokens": 1024,
+    "logging_steps": 1,
+    "save_strategy": "no",
+    "report_to": "none",
+    "log_completions": False,
+    "dataloader_num_workers": 0,
+}
+
+
+def sample_data_values() -> dict:
+    """The shipped sample data read with its own columns (the task's defaults), whatever data
+    mapping the recipe or local.yaml has."""
+    from .project import SAMPLE_DATA
+
+    sample = {
+        f.name: f.default
+        for t in (ScriptArguments, TaskArguments)
+        for f in dataclasses.fields(t)
+        if (f.name.startswith("dataset_") or f.name.endswith("_column"))
+        and f.default is not dataclasses.MISSING
+    }
+    return {**sample, "dataset_name": SAMPLE_DATA}
+
+
+def smoke_values(fields: set[str]) -> dict:
+    """The smoke layer: the sample data and the overrides above."""
+    values = {**sample_data_values(), **SMOKE_OVERRIDES}
+    return {key: value for key, value in values.items() if key in fields}
+
+
 class Recipe(NamedTuple):
     """A parsed recipe: one object per dataclass."""
 
@@ -143,15 +230,23 @@ def recipe_parser():
 
     return TrlParser(
         (ScriptArguments, TaskArguments, BackendArguments, GRPOConfig, ModelConfig),
-        description="GRPO training: --config configs/grpo.yaml [--any_recipe_field value ...]",
+        prog=Path(sys.argv[0]).name if sys.argv and sys.argv[0] else None,
+        description="Recipe options: --config PATH (default configs/grpo.yaml), --smoke, and "
+        "any recipe field below (--learning_rate 1e-5 ...), applied over the recipe.",
     )
 
 
 def recipe_fields() -> set[str]:
     """Every key a recipe may hold with the installed libraries."""
-    import dataclasses
-
     return {f.name for t in recipe_parser().dataclass_types for f in dataclasses.fields(t)}
+
+
+@dataclass(frozen=True)
+class Layer:
+    """Recipe values and where they come from (named in errors)."""
+
+    source: str
+    values: Mapping[str, object]
 
 
 def _mapping(path: Path) -> dict:
@@ -173,37 +268,100 @@ def uses_local(path: Path) -> bool:
     return LOCAL_RECIPE.is_file() and path.resolve() == DEFAULT_RECIPE.resolve()
 
 
-def recipe_file_values(path: Path = DEFAULT_RECIPE) -> dict:
-    """A recipe file's values; for the generated recipe, with `configs/local.yaml` on top."""
-    if not path.is_file():
-        return {}
-    values = _mapping(path)
-    if uses_local(path):
-        values.update(_mapping(LOCAL_RECIPE))
-    return values
+def recipe_layers(
+    config: Path | None,
+    *,
+    fields: set[str],
+    extra: Layer | None = None,
+    smoke: bool = False,
+    read_only: bool = False,
+) -> list[Layer]:
+    """The layers below the command line, lowest precedence first (see the module docstring)."""
+    layers = []
+    if config is not None:
+        layers.append(Layer(str(config), _mapping(config)))
+        if uses_local(config):
+            layers.append(Layer(str(LOCAL_RECIPE), _mapping(LOCAL_RECIPE)))
+    if extra is not None:
+        layers.append(extra)
+    if smoke:
+        layers.append(Layer("--smoke", smoke_values(fields)))
+    if read_only:
+        layers.append(Layer("reading the recipe", {"use_cpu": True}))
+    return layers
 
 
-def parse_recipe(argv: Sequence[str] | None = None) -> Recipe:
-    """Parse `--config <recipe>` plus command-line overrides into the five dataclasses.
+def _split_arguments(argv: Sequence[str]) -> tuple[Path | None, bool, list[str]]:
+    """(--config path, --smoke, the remaining arguments: field overrides)."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--config", type=Path, default=None)
+    pre.add_argument("--smoke", action="store_true")
+    known, rest = pre.parse_known_args(list(argv))
+    config = known.config
+    if config is None and DEFAULT_RECIPE.is_file():
+        config = DEFAULT_RECIPE
+    if known.config is not None and not known.config.is_file():
+        raise UserError(
+            f"recipe not found: {known.config}; pass --config configs/grpo.yaml (or run from "
+            "the project folder)"
+        )
+    return config, known.smoke, rest
 
-    Without `--config`, `configs/grpo.yaml` is used when it exists. `--smoke` inserts the
-    overrides of `smoke.py` between the recipe and the user's own overrides.
+
+def add_recipe_options(parser: argparse.ArgumentParser) -> None:
+    """`--config` and `--smoke` for a command that reads the recipe; its other unknown options
+    are recipe field overrides (see `recipe_from`)."""
+    parser.add_argument(
+        "--config", type=Path, default=None, help=f"the recipe (default {DEFAULT_RECIPE})"
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"the smoke run's recipe (tiny model, sample data, {SMOKE_OUTPUT_DIR})",
+    )
+
+
+def recipe_from(args: argparse.Namespace, overrides: Sequence[str], read_only: bool) -> Recipe:
+    """The recipe named by `add_recipe_options`' arguments, with the field overrides."""
+    argv = [*(["--config", str(args.config)] if args.config else []), *overrides]
+    return parse_recipe([*argv, "--smoke"] if args.smoke else argv, read_only=read_only)
+
+
+def parse_recipe(
+    argv: Sequence[str] | None = None,
+    *,
+    extra: Layer | None = None,
+    read_only: bool = False,
+) -> Recipe:
+    """The typed recipe of a command: the layers merged, then the command line on top.
+
+    `argv` holds `--config PATH`, `--smoke` and field overrides (`--max_steps 10`); `stage`
+    is one more layer above local.yaml (a stage's keys, the sample data); `read_only` is for
+    commands that read the recipe without training (a GPU recipe then parses on any machine).
     """
-    args = list(sys.argv[1:] if argv is None else argv)
-    if "--config" not in args and DEFAULT_RECIPE.is_file():
-        args = ["--config", str(DEFAULT_RECIPE), *args]
-    if "--config" in args:
-        position = args.index("--config")
-        if position + 1 >= len(args) or not Path(args[position + 1]).is_file():
-            missing = args[position + 1] if position + 1 < len(args) else "(none)"
-            raise UserError(f"recipe not found: {missing}; pass --config configs/grpo.yaml")
-    if "--smoke" in args:
-        from .tools.smoke import smoke_arguments
+    import os
 
-        args = smoke_arguments(recipe_fields()) + args
-    merged = _with_local(args)
+    args = list(sys.argv[1:] if argv is None else argv)
+    config, smoke, rest = _split_arguments(args)
+    parser = recipe_parser()
+    fields = {f.name for t in parser.dataclass_types for f in dataclasses.fields(t)}
+    merged: dict[str, object] = {}
+    for layer in recipe_layers(config, fields=fields, extra=extra, smoke=smoke,
+                               read_only=read_only):  # fmt: skip
+        values = dict(layer.values)
+        env = values.pop("env", None)
+        unknown = sorted(set(values) - fields)
+        if unknown:
+            raise UserError(
+                f"recipe: {layer.source}: unknown field(s) {', '.join(unknown)}: not a field of "
+                "the installed TRL or of this project (a stale tutorial field? a typo?)"
+            )
+        if isinstance(env, dict):  # TRL's `env:` mapping: environment variables for the run
+            os.environ.update({str(k): str(v) for k, v in env.items()})
+        merged.update(values)
+    parser.set_defaults_with_config(**merged)
     try:
-        return Recipe(*recipe_parser().parse_args_and_config(merged or args))
+        parsed = parser.parse_args_into_dataclasses(args=rest)
     except ValueError as err:
         hint = ""
         if "bf16/gpu" in str(err) or "requires a GPU" in str(err):
@@ -212,22 +370,9 @@ def parse_recipe(argv: Sequence[str] | None = None) -> Recipe:
                 "--smoke, or see what is missing with `make doctor`."
             )
         raise UserError(f"recipe: {err}{hint}") from err
-    finally:
-        if merged:
-            Path(merged[merged.index("--config") + 1]).unlink(missing_ok=True)
+    recipe = Recipe(*parsed[:5])
+    if recipe.script.smoke:
+        from .tools.tiny_model import ensure_tiny_model
 
-
-def _with_local(args: list[str]) -> list[str] | None:
-    """The arguments with the recipe replaced by a temporary merge of it and
-    `configs/local.yaml`, or None when that file does not apply."""
-    import tempfile
-
-    import yaml
-
-    position = args.index("--config") if "--config" in args else -1
-    if position < 0 or not uses_local(Path(args[position + 1])):
-        return None
-    values = recipe_file_values(Path(args[position + 1]))
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="recipe-", delete=False) as f:
-        yaml.safe_dump(values, f, sort_keys=False)
-    return [*args[: position + 1], f.name, *args[position + 2 :]]
+        ensure_tiny_model(Path(recipe.model.model_name_or_path), TINY_MODEL_DIR)
+    return recipe

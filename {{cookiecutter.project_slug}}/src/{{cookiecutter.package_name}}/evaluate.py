@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import modeling  # first: the Unsloth backend patches transformers on import
-from .config import parse_recipe
+from .config import add_recipe_options, recipe_from
 from .errors import UserError, run
 from .inference import generate, load_model_for_inference, load_tokenizer_for
 from .tasks import TASK
@@ -38,7 +38,6 @@ def parse_args(argv: Sequence[str] | None):
         description="Task metric on held-out prompts: base model vs trained model.",
         epilog="Other options are recipe overrides, e.g. --dataset_name data/my_eval.jsonl.",
     )
-    parser.add_argument("--config", default="configs/grpo.yaml", help="the recipe")
     parser.add_argument("--model", type=Path, help="trained model: output_dir, adapter or merged")
     parser.add_argument("--base", help="base model (default: the recipe's model_name_or_path)")
     parser.add_argument("--no-base", action="store_true", help="evaluate the trained model only")
@@ -49,7 +48,7 @@ def parse_args(argv: Sequence[str] | None):
     parser.add_argument("--max-new-tokens", type=int, help="default: max_completion_length")
     parser.add_argument("--batch-size", type=int, default=8, help="prompts per generate call")
     parser.add_argument("--output-dir", type=Path, help="default: <model>/eval")
-    parser.add_argument("--smoke", action="store_true", help="tiny model and sample data, offline")
+    add_recipe_options(parser)
     args, overrides = parser.parse_known_args(argv)
     if args.pass_k < 1 or args.limit < 1:
         parser.error("--pass-k and --limit must be at least 1")
@@ -153,8 +152,7 @@ def report_table(results: dict[str, dict], rows: int, args) -> str:
 
 def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
     args, overrides = parse_args(argv)
-    recipe = parse_recipe(["--config", args.config, *(["--smoke"] if args.smoke else []),
-                           *overrides])  # fmt: skip
+    recipe = recipe_from(args, overrides, read_only=True)
     max_new_tokens = args.max_new_tokens or recipe.training.max_completion_length
     settings = {**recipe.reward_settings(), "max_completion_length": max_new_tokens}
     trained = args.model or Path(recipe.training.output_dir)

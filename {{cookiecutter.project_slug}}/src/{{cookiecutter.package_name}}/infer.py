@@ -20,27 +20,21 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import modeling  # first: the Unsloth backend patches transformers on import
+from .config import add_recipe_options, recipe_from
 from .errors import UserError, run
-from .inference import (
-    chat,
-    generate,
-    load_model_for_inference,
-    load_tokenizer_for,
-    prompt_texts,
-    recipe_values,
-)
+from .inference import chat, generate, load_model_for_inference, load_tokenizer_for, prompt_texts
 from .tasks import message_text
 
 
 def parse_args(argv: Sequence[str] | None):
-    recipe = recipe_values()
-    default_model = Path(recipe.get("output_dir", "outputs/run")) / "merged"
     parser = argparse.ArgumentParser(
         prog="python -m {{ cookiecutter.package_name }}.infer",
         description="Generate answers with a trained (merged or adapter) model.",
+        epilog="Other options (--config PATH, --smoke, recipe fields) choose the recipe whose "
+        "output_dir, system_prompt and prompt_column give the defaults.",
     )
     parser.add_argument(
-        "--model", type=Path, default=default_model, help=f"model folder (default {default_model})"
+        "--model", type=Path, default=None, help="model folder (default: output_dir/merged)"
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="one prompt (the user message)")
@@ -52,9 +46,7 @@ def parse_args(argv: Sequence[str] | None):
     parser.add_argument("--output", type=Path, help="write {prompt, completion} JSONL here")
     parser.add_argument("--limit", type=int, default=None, help="use only the first N prompts")
     parser.add_argument(
-        "--system-prompt",
-        default=recipe.get("system_prompt", ""),
-        help="system message (default: the recipe's)",
+        "--system-prompt", default=None, help="system message (default: the recipe's)"
     )
     parser.add_argument("--max-new-tokens", type=int, default=256, help="default 256")
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
@@ -63,8 +55,19 @@ def parse_args(argv: Sequence[str] | None):
         "--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32"]
     )
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
-    args = parser.parse_args(argv)
-    args.prompt_column = recipe.get("prompt_column", "prompt")
+    add_recipe_options(parser)
+    args, overrides = parser.parse_known_args(argv)
+    args.recipe = recipe_from(args, overrides, read_only=True)
+    if args.model is None:
+        args.model = Path(args.recipe.training.output_dir) / "merged"
+        if not args.model.exists():
+            raise UserError(
+                f"{args.model}: no merged model yet; run `make merge` first, or pass --model "
+                "(a merged folder, a training output_dir with an adapter, or a Hub id)"
+            )
+    if args.system_prompt is None:
+        args.system_prompt = args.recipe.script.system_prompt
+    args.prompt_column = args.recipe.script.prompt_column
     return args
 
 
@@ -99,7 +102,7 @@ def infer(argv: Sequence[str] | None = None) -> list[str]:
     prompts = [args.prompt] if args.prompt else read_prompts(args.prompts_file, args.prompt_column)
     prompts = prompts[: args.limit] if args.limit else prompts
     tokenizer = load_tokenizer_for(args.model)
-    fast = modeling.fast_generator(args.model, recipe_values())
+    fast = modeling.fast_generator(args.model, args.recipe)
     model = None if fast else load_model_for_inference(args.model, args.dtype, args.device)
     batches = [prompts[i : i + args.batch_size] for i in range(0, len(prompts), args.batch_size)]
     completions: list[str] = []

@@ -8,14 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .config import DEFAULT_RECIPE, recipe_file_values
 from .errors import UserError
-
-
-def recipe_values(path: Path = DEFAULT_RECIPE) -> dict:
-    """The recipe's raw key/values (with `configs/local.yaml` applied; empty when there is no
-    recipe), for defaults like the system prompt and output_dir."""
-    return recipe_file_values(path)
+from .tokenizer import ready_for_generation
 
 
 def is_adapter(path: Path) -> bool:
@@ -50,11 +44,7 @@ def load_tokenizer_for(path: Path):
         source = str(path)
     else:
         source = base_model_of(path)
-    tokenizer = AutoTokenizer.from_pretrained(source)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = "left"
-    return tokenizer
+    return ready_for_generation(AutoTokenizer.from_pretrained(source))
 
 
 def load_model_for_inference(path: Path, dtype: str = "auto", device: str | None = None):

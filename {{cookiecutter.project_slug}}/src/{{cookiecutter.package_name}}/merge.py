@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import modeling  # first: the Unsloth backend patches transformers on import
+from .config import add_recipe_options, recipe_from
 from .errors import UserError, run
 from .inference import (
     base_model_of,
@@ -26,7 +27,6 @@ from .inference import (
     generate,
     is_adapter,
     load_model_for_inference,
-    recipe_values,
 )
 
 logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
@@ -43,17 +43,18 @@ class MergeCheckFailed(UserError):
 
 
 def parse_args(argv: Sequence[str] | None):
-    recipe = recipe_values()
     parser = argparse.ArgumentParser(
         prog="python -m {{ cookiecutter.package_name }}.merge",
         description="Merge a LoRA adapter into its base model and verify the merged model.",
+        epilog="Other options (--config PATH, --smoke, recipe fields) choose the recipe whose "
+        "output_dir and system_prompt give the defaults.",
     )
     parser.add_argument(
         "run_dir",
         nargs="?",
         type=Path,
-        default=Path(recipe.get("output_dir", "outputs/run")),
-        help="training output folder with the adapter (default: output_dir of configs/grpo.yaml)",
+        default=None,
+        help="training output folder with the adapter (default: the recipe's output_dir)",
     )
     parser.add_argument("--output", type=Path, help="where to write (default: RUN_DIR/merged)")
     parser.add_argument(
@@ -73,9 +74,12 @@ def parse_args(argv: Sequence[str] | None):
         help="tokens compared per check prompt (default 16)",
     )
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
-    args = parser.parse_args(argv)
+    add_recipe_options(parser)
+    args, overrides = parser.parse_known_args(argv)
+    recipe = recipe_from(args, overrides, read_only=True)
+    args.run_dir = args.run_dir or Path(recipe.training.output_dir)
     args.output = args.output or args.run_dir / "merged"
-    args.system_prompt = recipe.get("system_prompt", "")
+    args.system_prompt = recipe.script.system_prompt
     return args
 
 

@@ -91,7 +91,7 @@ def save_merged(model, tokenizer, out_dir: str) -> None:
     tokenizer.save_pretrained(out_dir)
 
 
-def fast_generator(model_dir, recipe_values: dict):
+def fast_generator(model_dir, recipe):
     """This backend generates with transformers (`generation.generate`); for vLLM-speed
     inference serve the merged folder with `vllm serve`. None means plain generation."""
     return None

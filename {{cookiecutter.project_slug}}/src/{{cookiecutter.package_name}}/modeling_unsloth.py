@@ -22,7 +22,12 @@ from dataclasses import dataclass, field  # noqa: E402
 import unsloth  # noqa: E402, F401  (first: patches trl/transformers/peft on import)
 
 # Re-exported: part of the backend interface, the same for both backends.
-from .tokenizer import ModelError, hub_hint, load_tokenizer  # noqa: E402, F401
+from .tokenizer import (  # noqa: E402, F401
+    ModelError,
+    hub_hint,
+    load_tokenizer,
+    ready_for_generation,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -152,10 +157,7 @@ def load_for_merge(run_dir: str, dtype: str, device: str | None = None):
     model, tokenizer = FastLanguageModel.from_pretrained(
         model_name=run_dir, dtype=_dtype(dtype), load_in_4bit=False
     )
-    tokenizer.padding_side = "left"  # batched generation in the merge check
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return model, tokenizer
+    return model, ready_for_generation(tokenizer)  # batched generation in the merge check
 
 
 def save_merged(model, tokenizer, out_dir: str) -> None:
@@ -163,7 +165,7 @@ def save_merged(model, tokenizer, out_dir: str) -> None:
     model.save_pretrained_merged(out_dir, tokenizer, save_method="merged_16bit")
 
 
-def fast_generator(model_dir, recipe_values: dict):
+def fast_generator(model_dir, recipe):
     """vLLM generation through Unsloth's `fast_generate` with the saved LoRA, when the recipe
     trains with fast_inference and a GPU and vLLM are here; None means plain generation.
 
@@ -172,7 +174,8 @@ def fast_generator(model_dir, recipe_values: dict):
     from pathlib import Path
 
     model_dir = Path(model_dir)
-    usable = recipe_values.get("fast_inference") and on_gpu() and importlib.util.find_spec("vllm")
+    backend = recipe.backend
+    usable = backend.fast_inference and on_gpu() and importlib.util.find_spec("vllm")
     if not usable or not (model_dir / "adapter_config.json").is_file():
         return None
     from unsloth import FastLanguageModel
@@ -182,11 +185,11 @@ def fast_generator(model_dir, recipe_values: dict):
 
     model, _ = FastLanguageModel.from_pretrained(
         model_name=base_model_of(model_dir),
-        max_seq_length=recipe_values.get("max_seq_length", 2048),
-        load_in_4bit=bool(recipe_values.get("load_in_4bit", False)),
+        max_seq_length=backend.max_seq_length,
+        load_in_4bit=bool(recipe.model.load_in_4bit),
         fast_inference=True,
-        gpu_memory_utilization=recipe_values.get("gpu_memory_utilization", 0.5),
-        max_lora_rank=recipe_values.get("max_lora_rank", 64),
+        gpu_memory_utilization=backend.gpu_memory_utilization,
+        max_lora_rank=backend.max_lora_rank,
     )
     lora = model.load_lora(str(model_dir))
     logger.info("generating with vLLM (Unsloth fast_generate) and the adapter in %s", model_dir)

@@ -22,6 +22,15 @@ def hub_hint(name: str, err: Exception) -> str:
     )
 
 
+def ready_for_generation(tokenizer):
+    """A pad token (the EOS token when the model has none) and left padding: batched generation
+    (GRPO's, evaluation's, inference's) continues each prompt from its right end."""
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
 def load_tokenizer(model_args, trust_remote_code: bool = False):
     """The model's tokenizer, ready for GRPO: a pad token, left padding and a chat template."""
     from transformers import AutoTokenizer
@@ -33,9 +42,7 @@ def load_tokenizer(model_args, trust_remote_code: bool = False):
         )
     except (OSError, ValueError) as err:
         raise ModelError(hub_hint(name, err)) from err
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = "left"  # GRPO generates from the right end of the prompt
+    ready_for_generation(tokenizer)
     if not tokenizer.chat_template:
         raise ModelError(
             f"'{name}' has no chat template; the prompts are chat messages. Use an instruct/chat "

@@ -68,9 +68,12 @@ def callbacks_for(trainer, recipe) -> list:
 
     script_args, training_args = recipe.script, recipe.training
     correctness = TASK.metrics[0][1] if TASK.metrics else None
-    values = {**vars(script_args), "beta": training_args.beta,
-              "max_completion_length": training_args.max_completion_length}  # fmt: skip
-    limits = limits_from(values, correctness if correctness in script_args.reward_funcs else None)
+    limits = limits_from(
+        script_args,
+        beta=training_args.beta,
+        max_completion_length=training_args.max_completion_length,
+        correctness=correctness if correctness in script_args.reward_funcs else None,
+    )
     output_dir = training_args.output_dir
     found = [HealthMonitor(limits, output_dir, script_args.health_stop_on_fatal)]
     if script_args.adaptive_reward_weights:
@@ -130,14 +133,15 @@ def build_trainer(recipe, record=None):
     return trainer
 
 
-def train(argv: Sequence[str] | None = None):
-    """Parse the recipe, train, save; returns the trainer."""
+def train(argv: Sequence[str] | None = None, stage=None):
+    """Parse the recipe (with a stage's layer, from training/stages.py), train, save; returns
+    the trainer."""
     from .training.health import HealthMonitor
     from .training.run_record import RunRecord
     from .training.stopping import StopOnSignal
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    recipe = parse_recipe(argv)
+    recipe = parse_recipe(argv, extra=stage)
     training_args = recipe.training
     configure_trackers(training_args)
     record = RunRecord(recipe, argv, main_process=training_args.process_index == 0)

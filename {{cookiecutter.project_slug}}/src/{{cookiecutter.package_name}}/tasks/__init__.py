@@ -26,10 +26,24 @@ def _no_settings(task_args) -> dict:
 
 
 @dataclass(frozen=True)
+class DataDefaults:
+    """Where the task's data comes from by default, and its columns (the defaults of the recipe's
+    data fields in config.ScriptArguments; the shipped sample data has the same columns)."""
+
+    dataset_name: str
+    dataset_config: str | None
+    train_split: str
+    test_split: str
+    prompt_column: str
+    answer_column: str
+
+
+@dataclass(frozen=True)
 class Task:
     """A task type: the pieces of the pipeline that differ between math, code, JSON, ..."""
 
     name: str
+    data: DataDefaults
     # Builds the user message from a data row, given the prompt and answer column names and the
     # task's arguments.
     user_message: Callable[[dict, str, str, object], str]
@@ -77,4 +91,12 @@ def think_answer(reasoning: str, answer: str) -> str:
 
 from .{{ cookiecutter.task_type }}_task import TASK, TaskArguments  # noqa: E402
 
-__all__ = ["TASK", "Task", "TaskArguments", "message_text", "plain_user_message", "think_answer"]
+__all__ = [
+    "TASK",
+    "DataDefaults",
+    "Task",
+    "TaskArguments",
+    "message_text",
+    "plain_user_message",
+    "think_answer",
+]

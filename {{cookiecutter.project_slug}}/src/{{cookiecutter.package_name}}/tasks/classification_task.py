@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ..errors import UserError
 from ..rewards.classification_rewards import normalise
-from . import Task, message_text, think_answer
+from . import DataDefaults, Task, message_text, think_answer
 
 DEFAULT_LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 
@@ -56,6 +56,14 @@ def validate(rows, source: str, task_args, answer_column: str) -> None:
 
 TASK = Task(
     name="classification",
+    data=DataDefaults(
+        dataset_name="fancyzhx/ag_news",
+        dataset_config=None,
+        train_split="train",
+        test_split="test",
+        prompt_column="text",
+        answer_column="label",
+    ),
     user_message=user_message,
     ideal_completion=ideal_completion,
     reward_settings=reward_settings,

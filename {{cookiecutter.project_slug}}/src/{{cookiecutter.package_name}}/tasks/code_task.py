@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 
 from .. import sandbox
-from . import Task, message_text, think_answer
+from . import DataDefaults, Task, message_text, think_answer
 
 
 @dataclass
@@ -58,6 +58,14 @@ def reward_settings(task_args) -> dict:
 
 TASK = Task(
     name="code",
+    data=DataDefaults(
+        dataset_name="google-research-datasets/mbpp",
+        dataset_config="full",
+        train_split="train",
+        test_split="test",
+        prompt_column="text",
+        answer_column="test_list",
+    ),
     user_message=user_message,
     ideal_completion=ideal_completion,
     gold=gold,

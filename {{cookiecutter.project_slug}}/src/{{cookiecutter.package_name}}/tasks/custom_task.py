@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import Task, message_text, think_answer
+from . import DataDefaults, Task, message_text, think_answer
 
 
 @dataclass
@@ -34,6 +34,14 @@ def ideal_completion(row: dict, task_args) -> str:
 
 TASK = Task(
     name="custom",
+    data=DataDefaults(
+        dataset_name="data/sample_custom.jsonl",
+        dataset_config=None,
+        train_split="train",
+        test_split="test",
+        prompt_column="question",
+        answer_column="answer",
+    ),
     user_message=user_message,
     ideal_completion=ideal_completion,
     metrics=(("accuracy", "exact_answer"),),  # edit: your task's correctness reward(s)

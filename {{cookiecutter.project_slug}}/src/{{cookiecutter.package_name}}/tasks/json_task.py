@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import Task, message_text
+from . import DataDefaults, Task, message_text
 
 
 @dataclass
@@ -29,6 +29,14 @@ def columns(task_args) -> dict[str, str]:
 
 TASK = Task(
     name="json",
+    data=DataDefaults(
+        dataset_name="NousResearch/json-mode-eval",
+        dataset_config=None,
+        train_split="train",
+        test_split="train",
+        prompt_column="prompt",
+        answer_column="completion",
+    ),
     user_message=user_message,
     ideal_completion=ideal_completion,
     columns=columns,

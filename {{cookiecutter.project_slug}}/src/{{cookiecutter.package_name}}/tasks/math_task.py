@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..rewards.math_rewards import gold_text
-from . import Task, plain_user_message, think_answer
+from . import DataDefaults, Task, plain_user_message, think_answer
 
 
 @dataclass
@@ -19,6 +19,14 @@ def ideal_completion(row: dict, task_args) -> str:
 
 TASK = Task(
     name="math",
+    data=DataDefaults(
+        dataset_name="openai/gsm8k",
+        dataset_config="main",
+        train_split="train",
+        test_split="test",
+        prompt_column="question",
+        answer_column="answer",
+    ),
     user_message=plain_user_message,
     ideal_completion=ideal_completion,
     metrics=(("accuracy", "math_correctness"),),

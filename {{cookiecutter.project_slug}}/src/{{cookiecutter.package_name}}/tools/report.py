@@ -18,9 +18,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..config import ScriptArguments, add_recipe_options, recipe_from
 from ..errors import UserError, run
-from ..inference import recipe_values
-from ..training.health import HEALTH_LOG, Limits, assess, limits_from, training_rows
+from ..training.health import (
+    HEALTH_LOG,
+    Limits,
+    assess,
+    default_limits,
+    limits_from,
+    training_rows,
+)
 
 # (file name, title, [(metric key, label)])
 PLOTS = (
@@ -41,15 +48,22 @@ SUMMARY_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "kl", "entropy",
 
 
 def parse_args(argv: Sequence[str] | None):
-    default = Path(recipe_values().get("output_dir", "outputs/run"))
     parser = argparse.ArgumentParser(
         prog="python -m {{ cookiecutter.package_name }}.tools.report",
         description="Plots and a markdown summary of a training run.",
+        epilog="Other options (--config PATH, --smoke, recipe fields) choose the recipe whose "
+        "output_dir is the default run.",
     )
-    parser.add_argument("run_dir", nargs="?", type=Path, default=default,
-                        help=f"the run's output_dir (default {default})")  # fmt: skip
+    parser.add_argument("run_dir", nargs="?", type=Path, default=None,
+                        help="the run's output_dir (default: the recipe's)")  # fmt: skip
     parser.add_argument("--output-dir", type=Path, help="default: RUN_DIR/report")
-    return parser.parse_args(argv)
+    add_recipe_options(parser)
+    args, overrides = parser.parse_known_args(argv)
+    if args.run_dir is None:
+        args.run_dir = Path(recipe_from(args, overrides, read_only=True).training.output_dir)
+    elif overrides:
+        parser.error(f"unrecognized arguments: {' '.join(overrides)}")
+    return args
 
 
 def find_state(run_dir: Path) -> Path:
@@ -192,13 +206,22 @@ def completions_summary(run_dir: Path, names: list[str]) -> str:
 
 def limits_for(run_dir: Path) -> Limits:
     """The health thresholds the run used (from its run record), else the defaults."""
-    record = run_dir / "run_record.json"
-    values = json.loads(record.read_text(encoding="utf-8"))["recipe"] if record.is_file() else {}
+    import dataclasses
+
     from ..tasks import TASK
 
+    record = run_dir / "run_record.json"
+    if not record.is_file():
+        return default_limits()
+    values = json.loads(record.read_text(encoding="utf-8"))["recipe"]
+    names = {f.name for f in dataclasses.fields(ScriptArguments)}
+    script = ScriptArguments(**{k: v for k, v in values.items() if k in names})
     correctness = TASK.metrics[0][1] if TASK.metrics else None
     return limits_from(
-        values, correctness if correctness in values.get("reward_funcs", []) else None
+        script,
+        beta=values.get("beta") or 0.0,
+        max_completion_length=values.get("max_completion_length") or 0,
+        correctness=correctness if correctness in script.reward_funcs else None,
     )
 
 

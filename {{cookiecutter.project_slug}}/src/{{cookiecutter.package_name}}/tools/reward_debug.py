@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import data, rewards
-from ..config import DEFAULT_RECIPE, parse_recipe
+from ..config import DEFAULT_RECIPE, Layer, parse_recipe, sample_data_values
 from ..errors import UserError, run
 from ..project import SAMPLE_DATA
 from ..tasks import TASK
@@ -45,7 +45,10 @@ def parse_args(argv: Sequence[str] | None):
     )
     parser.add_argument("--config", type=Path, default=DEFAULT_RECIPE, help="the recipe")
     parser.add_argument(
-        "--data", default=SAMPLE_DATA, help=f"dataset or file with the rows (default {SAMPLE_DATA})"
+        "--data",
+        default=None,
+        help="dataset or file with the rows, read with the recipe's columns (default: "
+        f"{SAMPLE_DATA} with its own columns)",
     )
     parser.add_argument("--completions", type=Path, help="JSONL of completions to score")
     parser.add_argument("--limit", type=int, default=8, help="rows shown per table (default 8)")
@@ -131,9 +134,12 @@ def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
 
 def debug(argv: Sequence[str] | None = None) -> bool:
     args = parse_args(argv)
-    recipe = parse_recipe(
-        ["--config", str(args.config), "--use_cpu", "true", "--dataset_name", str(args.data)]
-    )
+    if args.data is None:
+        sample = Layer(SAMPLE_DATA, sample_data_values())
+        recipe = parse_recipe(["--config", str(args.config)], extra=sample, read_only=True)
+    else:
+        argv = ["--config", str(args.config), "--dataset_name", str(args.data)]
+        recipe = parse_recipe(argv, read_only=True)
     rows = data.load_training_rows(recipe.script, recipe.task)
     rows = rows.select(range(min(args.max_rows, len(rows))))
     rows = data.to_conversations(rows, recipe.script, recipe.task)

@@ -158,6 +158,16 @@ def build_tiny_model(out_dir: Path, arch: str = TINY_ARCH, seed: int = 0) -> Pat
     return out_dir
 
 
+def ensure_tiny_model(path: Path, default_dir: Path) -> None:
+    """Build the tiny model in `default_dir` on first use, when a smoke run asks for it there."""
+    import logging
+
+    if path.resolve() != default_dir.resolve() or (default_dir / "config.json").is_file():
+        return
+    logging.getLogger(__name__).info("smoke: building the tiny offline model in %s", default_dir)
+    build_tiny_model(default_dir)
+
+
 def build_tiny_reward_model(out_dir: Path, seed: int = 0) -> Path:
     """A tiny random sequence-classification reward model (one score per text) with the same
     tokenizer, for offline runs of a recipe with `reward_model`."""

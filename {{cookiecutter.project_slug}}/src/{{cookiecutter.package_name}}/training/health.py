@@ -10,6 +10,7 @@ when the recipe sets `health_stop_on_fatal: true`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -25,15 +26,16 @@ HEALTH_LOG = "health.jsonl"
 
 @dataclass(frozen=True)
 class Limits:
-    """Thresholds (the recipe's `health_*` fields) and what the checks need to know."""
+    """Thresholds (the recipe's `health_*` fields, whose defaults are in config.ScriptArguments)
+    and what the checks need to know."""
 
-    zero_std_max: float = 0.8  # share of groups whose completions all scored the same
-    kl_max: float = 0.5  # only checked when beta > 0 (TRL logs kl only then)
-    entropy_min: float = 0.05  # mean token entropy (nats) below which the policy has collapsed
-    clipped_max: float = 0.3  # share of completions cut at max_completion_length
-    flat_logs: int = 20  # logs over which a reward that does not move is a plateau
-    flat_delta: float = 0.01
-    patience: int = 3  # consecutive logs before a persistent problem is fatal
+    zero_std_max: float  # share of groups whose completions all scored the same
+    kl_max: float  # only checked when beta > 0 (TRL logs kl only then)
+    entropy_min: float  # mean token entropy (nats) below which the policy has collapsed
+    clipped_max: float  # share of completions cut at max_completion_length
+    flat_logs: int  # logs over which a reward that does not move is a plateau
+    flat_delta: float
+    patience: int  # consecutive logs before a persistent problem is fatal
     beta: float = 0.0
     correctness: str | None = None  # reward whose mean is compared with the completion length
     max_completion_length: int = 0
@@ -254,18 +256,27 @@ class HealthMonitor(TrainerCallback):
             handle.write(json.dumps(event) + "\n")
 
 
-def limits_from(values: dict, correctness: str | None = None) -> Limits:
-    """Limits from recipe values (`health_*`, `beta`, `max_completion_length`)."""
-    defaults = Limits()
+def limits_from(
+    script, *, beta: float = 0.0, max_completion_length: int = 0, correctness: str | None = None
+) -> Limits:
+    """Limits from the recipe's `health_*` fields (a config.ScriptArguments), `beta` and
+    `max_completion_length`."""
     return Limits(
-        zero_std_max=values.get("health_zero_std_max", defaults.zero_std_max),
-        kl_max=values.get("health_kl_max", defaults.kl_max),
-        entropy_min=values.get("health_entropy_min", defaults.entropy_min),
-        clipped_max=values.get("health_clipped_max", defaults.clipped_max),
-        flat_logs=values.get("health_flat_logs", defaults.flat_logs),
-        flat_delta=values.get("health_flat_delta", defaults.flat_delta),
-        patience=values.get("health_patience", defaults.patience),
-        beta=values.get("beta", 0.0) or 0.0,
+        zero_std_max=script.health_zero_std_max,
+        kl_max=script.health_kl_max,
+        entropy_min=script.health_entropy_min,
+        clipped_max=script.health_clipped_max,
+        flat_logs=script.health_flat_logs,
+        flat_delta=script.health_flat_delta,
+        patience=script.health_patience,
+        beta=beta or 0.0,
         correctness=correctness,
-        max_completion_length=values.get("max_completion_length", 0) or 0,
+        max_completion_length=max_completion_length or 0,
     )
+
+
+def default_limits(**changes) -> Limits:
+    """The default thresholds (the recipe dataclass's), with `changes` applied."""
+    from ..config import ScriptArguments
+
+    return dataclasses.replace(limits_from(ScriptArguments()), **changes)

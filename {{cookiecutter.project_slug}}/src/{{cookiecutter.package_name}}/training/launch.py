@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .. import project
 from ..errors import UserError, run
-from ..inference import recipe_values
+from ..config import DEFAULT_RECIPE, Recipe, parse_recipe
 
 ACCELERATE_CONFIGS = Path("configs/accelerate")
 TRAIN_MODULE = f"{__package__.rpartition('.')[0]}.train"
@@ -55,15 +55,14 @@ class Step:
         return env
 
 
-def server_command(recipe: dict, port: int) -> list[str]:
-    """vLLM's server command line exactly as TRL builds it (`trl vllm-serve`)."""
+def server_command(recipe: Recipe, port: int) -> list[str]:
+    """vLLM's server command line exactly as TRL builds it (`trl vllm-serve`), from the same
+    resolved recipe as the trainer's (overrides included)."""
     from trl.scripts.vllm_serve import ScriptArguments, build_command
 
-    length = int(recipe.get("max_prompt_tokens", 512)) + int(
-        recipe.get("max_completion_length", 512)
-    )
+    length = recipe.script.max_prompt_tokens + recipe.training.max_completion_length
     arguments = ScriptArguments(
-        model=recipe["model_name_or_path"],
+        model=recipe.model.model_name_or_path,
         tensor_parallel_size=project.VLLM_SERVER_GPUS,
         host="127.0.0.1",
         port=port,
@@ -86,12 +85,12 @@ def accelerate_command(
     if machines > 1:
         command += ["--machine_rank", rank, "--main_process_ip", main_ip or "127.0.0.1",
                     "--main_process_port", os.environ.get("MASTER_PORT", "29500")]  # fmt: skip
-    return [*command, "-m", TRAIN_MODULE, "--config", "configs/grpo.yaml", *extra]
+    return [*command, "-m", TRAIN_MODULE, "--config", str(DEFAULT_RECIPE), *extra]
 
 
 def plan(extra: list[str], environ: dict[str, str]) -> list[Step]:
     """The commands for this tier (pure: no GPU needed, so --dry-run and tests use it)."""
-    recipe = recipe_values()
+    recipe = launch_recipe(extra)
     gpus = project.TIER_GPUS
     if project.TIER_NODES > 1:
         rank = environ.get("SLURM_NODEID", environ.get("NODE_RANK", "0"))
@@ -105,11 +104,11 @@ def plan(extra: list[str], environ: dict[str, str]) -> list[Step]:
         )
         return [Step("train", command)]
     if gpus <= 1:
-        train = [sys.executable, "-m", TRAIN_MODULE, "--config", "configs/grpo.yaml", *extra]
+        train = [sys.executable, "-m", TRAIN_MODULE, "--config", str(DEFAULT_RECIPE), *extra]
         return [Step("train", train)]
-    if not recipe.get("use_vllm") or recipe.get("vllm_mode") != "server":
+    if not recipe.training.use_vllm or recipe.training.vllm_mode != "server":
         return [Step("train", accelerate_command(gpus, 1, extra))]
-    port = int(recipe.get("vllm_server_port", 8000))
+    port = recipe.training.vllm_server_port
     server_gpus = project.VLLM_SERVER_GPUS
     devices = [str(i) for i in range(gpus)]
     train, serve = devices[:-server_gpus], devices[-server_gpus:]
@@ -118,6 +117,11 @@ def plan(extra: list[str], environ: dict[str, str]) -> list[Step]:
              env={"VLLM_SERVER_DEV_MODE": "1"}),
         Step("train", accelerate_command(len(train), 1, extra), ",".join(train)),
     ]  # fmt: skip
+
+
+def launch_recipe(extra: list[str]) -> Recipe:
+    """The recipe the trainer will run: configs/grpo.yaml (+ local.yaml) and the overrides."""
+    return parse_recipe(["--config", str(DEFAULT_RECIPE), *extra], read_only=True)
 
 
 def wait_healthy(url: str, timeout: float, server: subprocess.Popen | None = None) -> None:
@@ -185,10 +189,9 @@ def launch(argv: Sequence[str] | None = None) -> int:
         for step in steps:
             print(step.render())
         return 0
-    recipe = recipe_values()
-    port = int(recipe.get("vllm_server_port", 8000))
-    timeout = float(recipe.get("vllm_server_timeout", 600))
-    return execute(steps, f"http://127.0.0.1:{port}/health", timeout)
+    training = launch_recipe(list(args.extra)).training
+    health = f"http://127.0.0.1:{training.vllm_server_port}/health"
+    return execute(steps, health, training.vllm_server_timeout)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from ..config import recipe_file_values
+from ..config import DEFAULT_RECIPE, Layer, parse_recipe
 from ..errors import UserError, run
 from .run_record import RECORD
 
@@ -40,12 +40,12 @@ def parse_args(argv: Sequence[str] | None):
     return parser.parse_known_args(argv)
 
 
-def load_stages(path: Path) -> tuple[dict, list[dict]]:
-    """(base recipe values, stages); each stage has a `name` and the keys it changes."""
+def load_stages(path: Path) -> tuple[Path, list[dict]]:
+    """(the base recipe's path, the stages); each stage has a `name` and the keys it changes."""
     if not path.is_file():
         raise UserError(f"{path}: stages file not found")
     spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    recipe_path = Path(spec.get("recipe", "configs/grpo.yaml"))
+    recipe_path = Path(spec.get("recipe", str(DEFAULT_RECIPE)))
     if not recipe_path.is_file():
         raise UserError(f"{path}: its recipe {recipe_path} does not exist")
     stages = spec.get("stages")
@@ -57,7 +57,7 @@ def load_stages(path: Path) -> tuple[dict, list[dict]]:
         if "output_dir" in stage or ("model_name_or_path" in stage and number > 1):
             raise UserError(f"{path}: stage {number} sets output_dir/model_name_or_path; "
                             "stages chain them themselves")  # fmt: skip
-    return recipe_file_values(recipe_path), stages
+    return recipe_path, stages
 
 
 def stage_dir(output_dir: str, number: int, name: str) -> Path:
@@ -87,10 +87,11 @@ def weights_of(folder: Path) -> Path:
 def stages(argv: Sequence[str] | None = None) -> list[Path]:
     args, overrides = parse_args(argv)
     from .. import train
-    from ..tools.smoke import SMOKE_OUTPUT_DIR
 
-    base, plan = load_stages(args.stages_file)
-    root = str(SMOKE_OUTPUT_DIR / "stages") if args.smoke else base.get("output_dir", "outputs")
+    recipe_path, plan = load_stages(args.stages_file)
+    smoke = ["--smoke"] if args.smoke else []
+    base = ["--config", str(recipe_path), *smoke, *overrides]
+    root = parse_recipe(base, read_only=True).training.output_dir
     folders, previous = [], None
     for number, stage in enumerate(plan, start=1):
         name = str(stage["name"])
@@ -100,16 +101,13 @@ def stages(argv: Sequence[str] | None = None) -> list[Path]:
             logger.info("stage %d (%s): already finished in %s", number, name, folder)
             previous = folder
             continue
-        values = {**base, **{k: v for k, v in stage.items() if k != "name"}}
-        folder.mkdir(parents=True, exist_ok=True)
-        recipe_path = folder / "stage_recipe.yaml"
-        recipe_path.write_text(yaml.safe_dump(values, sort_keys=False), encoding="utf-8")
+        keys = Layer(f"{args.stages_file} stage {number} ({name})",
+                     {k: v for k, v in stage.items() if k != "name"})  # fmt: skip
         chain = ["--output_dir", str(folder)]
         if previous is not None:
             chain += ["--model_name_or_path", str(weights_of(previous))]
         logger.info("stage %d/%d (%s) -> %s", number, len(plan), name, folder)
-        smoke = ["--smoke"] if args.smoke else []
-        train.train(["--config", str(recipe_path), *smoke, *overrides, *chain])
+        train.train([*base, *chain], stage=keys)
         previous = folder
     logger.info("all %d stages finished; the last stage's model is in %s", len(plan), previous)
     return folders
