@@ -18,14 +18,14 @@ cd "$work/my-grpo-project"
 export PYTHONPATH=src HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
 if [ -z "${MODEL:-}" ]; then
   MODEL=outputs/tiny-model
-  "$python" -m my_grpo_project.tiny_model "$MODEL"
+  "$python" -m my_grpo_project.tools.tiny_model "$MODEL"
 fi
 case "$backend" in
   unsloth) extra=(--fast_inference true) trainer=UnslothGRPOTrainer ;;
   transformers) extra=(--use_vllm true --vllm_mode colocate) trainer=GRPOTrainer ;;
   *) echo "unknown backend '$backend': transformers or unsloth" >&2; exit 2 ;;
 esac
-"$python" -m my_grpo_project.gpu_check --report gpu-check.json \
+"$python" -m my_grpo_project.tools.gpu_check --report gpu-check.json \
   --model_name_or_path "$MODEL" --load_in_4bit true "${extra[@]}"
 "$python" - "$trainer" <<'PY'
 import json, sys

@@ -8,12 +8,16 @@
   SLURM's (or your) MASTER_ADDR / node rank.
 
 `--dry-run` prints the commands instead of running them; arguments after `--` are recipe
-overrides passed to the training command.
+overrides, applied to the training command and to the server alike (both are built from the same
+resolved recipe). The launcher owns its children: SIGINT/SIGTERM reach the trainer (which saves a
+checkpoint and stops) and then stop the server; a port already in use is refused before anything
+starts (a stale server would answer `/health` for a model it does not serve).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import signal
@@ -27,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import project
-from ..errors import UserError, run
 from ..config import DEFAULT_RECIPE, Recipe, parse_recipe
+from ..errors import UserError, run
 
-ACCELERATE_CONFIGS = Path("configs/accelerate")
+logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
 TRAIN_MODULE = f"{__package__.rpartition('.')[0]}.train"
 
 
@@ -73,19 +77,45 @@ def server_command(recipe: Recipe, port: int) -> list[str]:
 
 
 def accelerate_command(
-    processes: int, machines: int, extra: list[str], rank: str = "0", main_ip: str | None = None
+    processes: int,
+    machines: int,
+    extra: list[str],
+    rank: str = "0",
+    main_ip: str | None = None,
+    config: str = project.ACCELERATE_CONFIG,
+    cpu: bool = False,
 ) -> list[str]:
-    config = ACCELERATE_CONFIGS / f"{project.DISTRIBUTED}.yaml"
     command = [
         sys.executable, "-m", "accelerate.commands.launch",
         "--config_file", str(config),
         "--num_processes", str(processes),
         "--num_machines", str(machines),
     ]  # fmt: skip
+    if cpu:  # full precision; the smoke recipe's use_cpu keeps the processes on the CPU (gloo)
+        command += ["--mixed_precision", "no"]
     if machines > 1:
         command += ["--machine_rank", rank, "--main_process_ip", main_ip or "127.0.0.1",
                     "--main_process_port", os.environ.get("MASTER_PORT", "29500")]  # fmt: skip
     return [*command, "-m", TRAIN_MODULE, "--config", str(DEFAULT_RECIPE), *extra]
+
+
+# `make smoke-distributed`: the launch path of this tier on the CPU.
+SMOKE_PROCESSES = 2
+SMOKE_OUTPUT_DIR = "outputs/smoke-distributed"
+CPU_STRATEGIES = ("ddp", "fsdp2")  # DeepSpeed (zero2/zero3) needs CUDA
+
+
+def smoke_plan(extra: list[str]) -> list[Step]:
+    """Train `--smoke` in 2 CPU processes through `accelerate launch` with this plan's own
+    accelerate config; a DeepSpeed (or single-process) plan uses the DDP config beside it, since
+    DeepSpeed needs CUDA: the launch path is the same, the sharding is not."""
+    config = Path(project.ACCELERATE_CONFIG)
+    if project.DISTRIBUTED not in CPU_STRATEGIES:
+        config = config.with_name("ddp.yaml")
+        logger.info("smoke: %s needs GPUs; the CPU smoke run uses %s", project.DISTRIBUTED, config)
+    train = ["--smoke", "--output_dir", SMOKE_OUTPUT_DIR, *extra]
+    command = accelerate_command(SMOKE_PROCESSES, 1, train, config=str(config), cpu=True)
+    return [Step("train", command, env={"OMP_NUM_THREADS": "1"})]
 
 
 def plan(extra: list[str], environ: dict[str, str]) -> list[Step]:
@@ -146,10 +176,58 @@ def wait_healthy(url: str, timeout: float, server: subprocess.Popen | None = Non
     raise UserError(f"the vLLM server did not answer {url} within {timeout:.0f} s")
 
 
-def execute(steps: list[Step], health_url: str, timeout: float) -> int:
-    """Run the steps: background ones first (waiting for health), then the rest in order."""
-    background: list[subprocess.Popen] = []
+class Stopped(Exception):  # noqa: N818 - a stop, not an error
+    """The launcher received SIGINT/SIGTERM."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def check_port_free(url: str) -> None:
+    """Refuse a server port something already listens on (a stale server, another job)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        if probe.connect_ex((parts.hostname or "127.0.0.1", parts.port or 80)) == 0:
+            raise UserError(
+                f"port {parts.port} is already in use (a vLLM server left from an earlier run?): "
+                "stop that process, or choose another with -- --vllm_server_port N"
+            )
+
+
+def _stop(process: subprocess.Popen, signum: int, grace: float) -> None:
+    """Send `signum` to the process's group, then SIGKILL after `grace` seconds."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signum)
     try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def execute(steps: list[Step], health_url: str, timeout: float, grace: float = 300.0) -> int:
+    """Run the steps: background ones first (waiting for health), then the rest in order.
+
+    Every child runs in its own process group, owned here: on SIGINT/SIGTERM the running step
+    gets the same signal (training saves a checkpoint and stops; after `grace` seconds it is
+    killed), then the background steps are stopped; the exit code is 128 + the signal."""
+
+    def on_signal(signum, frame):
+        raise Stopped(signum)
+
+    handled = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, on_signal) for s in handled}
+    background: list[subprocess.Popen] = []
+    current: subprocess.Popen | None = None
+    try:
+        if any(step.background for step in steps):
+            check_port_free(health_url)
         for step in steps:
             env = {**os.environ, **step.environment()}
             print(f"launch: {step.name}: {step.render()}", flush=True)
@@ -158,18 +236,22 @@ def execute(steps: list[Step], health_url: str, timeout: float) -> int:
                 background.append(process)
                 wait_healthy(health_url, timeout, process)
             else:
-                code = subprocess.run(step.command, env=env).returncode
+                current = subprocess.Popen(step.command, env=env, start_new_session=True)
+                code = current.wait()
+                current = None
                 if code:
                     return code
         return 0
+    except Stopped as stop:
+        print(f"launch: {signal.Signals(stop.signum).name}: stopping", file=sys.stderr, flush=True)
+        if current is not None:
+            _stop(current, stop.signum, grace)
+        return 128 + stop.signum
     finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
         for process in background:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
+            _stop(process, signal.SIGTERM, 30)
 
 
 def parse_args(argv: Sequence[str] | None):
@@ -178,13 +260,19 @@ def parse_args(argv: Sequence[str] | None):
         description="Launch training on this project's tier (see the module docstring).",
     )
     parser.add_argument("--dry-run", action="store_true", help="print the commands only")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"offline: {SMOKE_PROCESSES} CPU processes through accelerate with this plan's "
+        "config (make smoke-distributed)",
+    )
     parser.add_argument("extra", nargs="*", help="recipe overrides for train (after --)")
     return parser.parse_args(argv)
 
 
 def launch(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    steps = plan(list(args.extra), dict(os.environ))
+    steps = smoke_plan(list(args.extra)) if args.smoke else plan(list(args.extra), dict(os.environ))
     if args.dry_run:
         for step in steps:
             print(step.render())
