@@ -1,9 +1,25 @@
 """The model catalog: the Hub models the template offers, with the facts tuning needs.
 
-Every number comes from `shared/reference/model-facts.md` (config.json copies, model cards and
-exact parameter counts); the source tags of each entry are kept in `sources`. Parameter counts are
-totals as loaded (embeddings included; for Gemma 3 4B the vision tower too). `tests/test_catalog.py`
-cross-checks the numbers against the reference file when it is present.
+Every number comes from `shared/reference/model-facts.md` (the 2025 models) or
+`shared/reference/model-facts-2026.md` (the late-2026 ones: config copies, model cards, exact
+parameter counts, meta-device builds of the transformers 5.24 classes); the source tags of each
+entry are kept in `sources`, and tags of neither file are explained in `EXTRA_SOURCES`.
+`tests/test_catalog.py` cross-checks the numbers against both reference files when present.
+
+Parameter counts are totals as TRL loads the checkpoint: `GRPOTrainer` builds the class named
+first in the checkpoint's `config.architectures`, so a vision-language checkpoint (Gemma 3 4B,
+Gemma 4, Qwen3.5) comes with its vision (and audio) towers, counted in `params` and in
+`tower_params`, never adapted (LoRA targets reach the language model only). The shapes below
+(`layers`, `hidden`, heads...) are the language model's.
+
+New shapes the memory model reads:
+* hybrid attention: only `full_attention_layers` (and `sliding_layers`, for their window) keep a
+  K/V cache; linear-attention, short-convolution and Mamba layers keep a fixed `LinearState`;
+* mixture of experts: every expert's weights are resident (`params`), a token passes through
+  `active_params`; routed experts stored as 3-D tensors (`expert_params`) are neither
+  quantized by bitsandbytes nor reached by LoRA target modules;
+* thinking: `thinking` is what the recipe's default does (`chat_template_kwargs`), and
+  `thinking_switch` the template variable that turns it on or off.
 """
 
 from __future__ import annotations
@@ -13,11 +29,63 @@ import re
 from dataclasses import dataclass, field
 
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-# Gemma 3 4B is multimodal: restrict LoRA to the language model, not the SigLIP vision tower.
-GEMMA3_LANGUAGE_ONLY = (
+# A multimodal checkpoint: restrict LoRA to the language model, not the vision/audio towers (a
+# plain name list makes PEFT 0.21 raise on Gemma 4's Gemma4ClippableLinear tower layers, and
+# `all-linear` adapts the towers).
+LANGUAGE_MODEL_ONLY = (
     r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
 )
+# Qwen3.5: q/k/v/o exist only in the full-attention layers (1 in 4); the Gated DeltaNet layers
+# project with in_proj_qkv, in_proj_z and out_proj (in_proj_a/b output one value per head, left
+# out). Restricted to the language model like every multimodal checkpoint.
+QWEN3_5_TARGETS = (
+    r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|in_proj_qkv|in_proj_z|out_proj"
+    r"|gate_proj|up_proj|down_proj)"
+)
 PHI3_TARGETS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+# LFM2: attention (q/k/v/out_proj), the short-convolution blocks (in_proj/out_proj) and the MLP
+# (w1/w2/w3), as Unsloth's LFM2.5 GRPO notebook adapts them.
+LFM2_TARGETS = ("q_proj", "k_proj", "v_proj", "out_proj", "in_proj", "w1", "w2", "w3")
+# Nemotron-H: PEFT refuses the Mamba out_proj and conv1d, so `all-linear` raises; the routed
+# experts are 3-D parameters that module names do not reach (up/down_proj hit the shared expert).
+NEMOTRON_H_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj", "in_proj")
+THINKING_SWITCH = "enable_thinking"  # the template variable of Qwen3, Qwen3.5, Gemma 4...
+
+# Tags used in `sources` that neither reference file defines.
+EXTRA_SOURCES = {
+    "TRLCHK": "huggingface/trl scripts/check_chat_templates.py@71f34db: the Hub repos whose "
+    "current chat template TRL's CI checks is one of trl/chat_templates/*.jinja",
+    "TRLCT": "trl 1.16.0 trl/chat_templates/README.md: which checkpoints ship each template",
+}
+
+
+@dataclass(frozen=True)
+class LinearState:
+    """The fixed per-sequence cache of linear-attention, short-convolution or Mamba layers, as
+    transformers 5.24's `LinearAttentionLayer` holds it: an fp32 recurrent state of
+    heads x key_dim x value_dim and the last `conv_width` inputs of the causal convolution (in
+    the model's dtype), per layer. It does not grow with the sequence."""
+
+    layers: int
+    heads: int  # 0: a convolution only (LFM2)
+    key_dim: int
+    value_dim: int
+    conv_channels: int
+    conv_width: int
+
+    def bytes_per_sequence(self, dtype_bytes: int) -> int:
+        recurrent = self.heads * self.key_dim * self.value_dim * 4
+        return self.layers * (recurrent + self.conv_channels * self.conv_width * dtype_bytes)
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """The model card's recommended sampling for the recipe's default mode (thinking or not)."""
+
+    temperature: float
+    top_p: float = 1.0
+    top_k: int = 0  # 0: off
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -26,7 +94,7 @@ class ModelSpec:
 
     hub_id: str
     family: str  # chat-template family
-    architecture: str  # transformers class the checkpoint loads as
+    architecture: str  # transformers class the checkpoint loads as (config.architectures[0])
     tiny_arch: str  # model_type of the offline tiny model used for smoke runs
     params: int
     non_embedding_params: int
@@ -43,10 +111,32 @@ class ModelSpec:
     gated: bool
     license: str
     system_role: bool  # False: the template folds the system message into the first user turn
-    thinking: bool  # hybrid thinking model (writes <think>...</think> before answering)
+    thinking: bool  # the default mode writes its reasoning (<think>...</think>) before answering
     unsloth_4bit: str | None
     sources: tuple[str, ...] = field(default=())
     estimated: bool = False  # True for a custom model: sizes derived from the parameter count
+    # The checkpoint's chat template: the stem of trl/chat_templates/<name>.jinja, TRL's exact
+    # copy (None: TRL 1.16 ships none for it, and the offline tiny model uses a stand-in).
+    chat_template: str | None = None
+    thinking_switch: str | None = None  # template variable that turns thinking on/off, if any
+    prefills_think: bool = False  # in thinking mode the generation prompt already opens <think>
+    # Attention layout: layers that keep a K/V cache over the whole sequence (None: all layers),
+    # and layers that keep one over the last `sliding_window` tokens only. Gemma 4's KV-shared
+    # layers reuse another layer's cache and are counted in neither.
+    full_attention_layers: int | None = None
+    sliding_layers: int = 0
+    sliding_window: int = 0
+    full_head_dim: int | None = None  # Gemma 4: wider K/V heads on the full-attention layers
+    linear_state: LinearState | None = None
+    tower_params: int = 0  # vision/audio towers and projectors, included in `params`
+    active_params: int | None = None  # mixture of experts: parameters one token uses
+    expert_params: int = 0  # routed experts stored as 3-D tensors (16-bit even under QLoRA)
+    active_intermediate: int | None = None  # MoE: MLP width per token (top-k + shared experts)
+    lora_params_per_rank: int | None = None  # exact LoRA count / r where the generic formula is off
+    sampling: Sampling | None = None
+    qlora: bool = True  # False where the publisher's fine-tuning guide advises against 4-bit
+    unsloth: str = ""  # why backend=unsloth cannot train it ("": it can)
+    unsloth_fast_inference: bool = True  # Unsloth's vLLM path serves this architecture
 
     @property
     def params_b(self) -> float:
@@ -56,6 +146,20 @@ class ModelSpec:
     def embedding_params(self) -> int:
         return self.params - self.non_embedding_params
 
+    @property
+    def kv_layers(self) -> int:
+        """Layers whose K/V cache grows with the whole sequence."""
+        return self.layers if self.full_attention_layers is None else self.full_attention_layers
+
+    @property
+    def is_moe(self) -> bool:
+        return self.active_params is not None
+
+    @property
+    def mlp_width(self) -> int:
+        """The MLP width one token's activations pass through."""
+        return self.active_intermediate or self.intermediate
+
 
 def _spec(**kwargs) -> ModelSpec:
     return ModelSpec(**kwargs)
@@ -64,6 +168,159 @@ def _spec(**kwargs) -> ModelSpec:
 _QWEN_LICENSE = "apache-2.0"
 _LLAMA_LICENSE = "Llama 3.x Community License (accept on the Hub)"
 _GEMMA_LICENSE = "Gemma Terms of Use (accept on the Hub)"
+_NVIDIA_LICENSE = "NVIDIA Open Model License"
+
+# Recommended sampling (model cards), for the recipe's default mode.
+QWEN3_THINKING = Sampling(0.6, 0.95, 20, "Q3DOCS")  # Qwen3 thinking mode
+QWEN3_5_THINKING = Sampling(1.0, 0.95, 20, "Q35SAMP")  # Qwen3.5 thinking, general tasks
+QWEN3_5_DIRECT = Sampling(0.7, 0.8, 20, "Q35SAMP")  # Qwen3.5 non-thinking, general tasks
+GEMMA4 = Sampling(1.0, 0.95, 64, "UNB")
+# Unsloth 2026.10.9 (shared/reference/unsloth-2026.10.md): these checkpoints load only as vision
+# models (its notebooks use FastVisionModel), and its vLLM fast_inference serves no vision model
+# but Qwen2.5-VL and Gemma 3 (unslothai/unsloth#4920); the project's backend is FastLanguageModel.
+_UNSLOTH_VISION_ONLY = (
+    "Unsloth 2026.10.9 trains {} only as a vision model (FastVisionModel) and its fast_inference "
+    "serves no vision model but Qwen2.5-VL and Gemma 3, while this project's Unsloth backend is "
+    "FastLanguageModel"
+)
+
+
+def _qwen3_5(
+    size: str,
+    *,
+    params: int,
+    non_embedding: int,
+    tower: int,
+    layers: int,
+    hidden: int,
+    intermediate: int,
+    heads: int,
+    kv_heads: int,
+    value_heads: int,
+    tied: bool,
+    thinks: bool,
+    lora_per_rank: int,
+) -> ModelSpec:
+    """Qwen3.5 small dense (model-facts-2026.md section 2): vision-language checkpoints whose text
+    model has a full-attention layer every 4th layer, Gated DeltaNet layers in between."""
+    return _spec(
+        hub_id=f"Qwen/Qwen3.5-{size}",
+        family="qwen3.5",
+        architecture="Qwen3_5ForConditionalGeneration",
+        tiny_arch="qwen3_5",
+        params=params,
+        non_embedding_params=non_embedding,
+        layers=layers,
+        hidden=hidden,
+        intermediate=intermediate,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=256,
+        vocab=248_320,
+        context=262_144,
+        tied_embeddings=tied,
+        lora_targets=QWEN3_5_TARGETS,
+        gated=False,
+        license=_QWEN_LICENSE,
+        system_role=True,
+        thinking=thinks,
+        unsloth_4bit=None,
+        sources=(
+            "KHQ35",
+            "CALC",
+            "Q35C08",
+            "Q35C9",
+            "Q35D2",
+            "Q35D4",
+            "Q35HF",
+            "TRLCT",
+            "TRLCHK",
+            "Q35SAMP",
+            "UDOC35",
+        ),
+        chat_template="qwen3_5_think" if thinks else "qwen3_5_nothink",
+        thinking_switch=THINKING_SWITCH,
+        prefills_think=True,
+        full_attention_layers=layers // 4,  # full attention on every 4th layer
+        # Gated DeltaNet: 16 key heads and `value_heads` value heads of 128 dims; the
+        # convolution runs over q, k and v (2 x 16 x 128 + value_heads x 128 channels).
+        linear_state=LinearState(
+            layers - layers // 4, value_heads, 128, 128, 4096 + value_heads * 128, 4
+        ),
+        tower_params=tower,
+        lora_params_per_rank=lora_per_rank,
+        sampling=QWEN3_5_THINKING if thinks else QWEN3_5_DIRECT,
+        qlora=False,  # "not recommended to do QLoRA (4-bit) training on Qwen3.5" [UDOC35]
+        unsloth=_UNSLOTH_VISION_ONLY.format("Qwen3.5"),
+    )
+
+
+def _gemma4(
+    size: str,
+    *,
+    params: int,
+    non_embedding: int,
+    tower: int,
+    layers: int,
+    hidden: int,
+    intermediate: int,
+    kv_heads: int,
+    full_cache: int,
+    sliding_cache: int,
+    lora_per_rank: int,
+) -> ModelSpec:
+    """Gemma 4 E2B/E4B (model-facts-2026.md section 4): text, vision and audio; sliding-window
+    and full-attention layers, the last ones reusing earlier layers' K/V."""
+    return _spec(
+        hub_id=f"google/gemma-4-{size}-it",
+        family="gemma4",
+        architecture="Gemma4ForConditionalGeneration",
+        tiny_arch="gemma4",
+        params=params,
+        non_embedding_params=non_embedding,
+        layers=layers,
+        hidden=hidden,
+        intermediate=intermediate,
+        heads=8,
+        kv_heads=kv_heads,
+        head_dim=256,
+        vocab=262_144,
+        context=131_072,
+        tied_embeddings=True,
+        lora_targets=LANGUAGE_MODEL_ONLY,
+        gated=False,
+        license="apache-2.0",
+        system_role=True,
+        thinking=False,
+        unsloth_4bit=f"unsloth/gemma-4-{size}-it-unsloth-bnb-4bit",
+        sources=(
+            "GDM4",
+            "GCPP",
+            "MBG4",
+            "KHG4",
+            "CALC",
+            "G4HF",
+            "G4CARD",
+            "TRLCT",
+            "TRLCHK",
+            "UNB",
+            "UMAP",
+        ),
+        # gemma4_v5: the current revision of google/gemma-4-E2B-it's template (E4B is
+        # the same generation). With enable_thinking the model reasons in
+        # <|channel>thought...<channel|>, not <think>, so the default stays off.
+        chat_template="gemma4_v5",
+        thinking_switch=THINKING_SWITCH,
+        full_attention_layers=full_cache,
+        sliding_layers=sliding_cache,
+        sliding_window=512,
+        full_head_dim=512,
+        tower_params=tower,
+        lora_params_per_rank=lora_per_rank,
+        sampling=GEMMA4,
+        unsloth=_UNSLOTH_VISION_ONLY.format("Gemma 4"),
+    )
+
 
 CATALOG: dict[str, ModelSpec] = {
     m.hub_id: m
@@ -90,7 +347,8 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=True,
             thinking=False,
             unsloth_4bit="unsloth/Qwen2.5-0.5B-Instruct-unsloth-bnb-4bit",
-            sources=("Q05GH", "Q05HF", "Q25CARD"),
+            sources=("Q05GH", "Q05HF", "Q25CARD", "TRLCHK"),
+            chat_template="qwen2_5",
         ),
         _spec(
             hub_id="Qwen/Qwen2.5-1.5B-Instruct",
@@ -114,7 +372,8 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=True,
             thinking=False,
             unsloth_4bit="unsloth/Qwen2.5-1.5B-Instruct-unsloth-bnb-4bit",
-            sources=("Q15GH", "Q15HF", "Q25CARD"),
+            sources=("Q15GH", "Q15HF", "Q25CARD", "TRLCHK"),
+            chat_template="qwen2_5",
         ),
         _spec(
             hub_id="Qwen/Qwen2.5-3B-Instruct",
@@ -138,7 +397,8 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=True,
             thinking=False,
             unsloth_4bit="unsloth/Qwen2.5-3B-Instruct-unsloth-bnb-4bit",
-            sources=("MLC", "Q3BHF"),
+            sources=("MLC", "Q3BHF", "TRLCHK"),
+            chat_template="qwen2_5",
         ),
         _spec(
             hub_id="Qwen/Qwen2.5-7B-Instruct",
@@ -162,7 +422,8 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=True,
             thinking=False,
             unsloth_4bit="unsloth/Qwen2.5-7B-Instruct-unsloth-bnb-4bit",
-            sources=("Q7HF", "Q7CARD"),
+            sources=("Q7HF", "Q7CARD", "TRLCHK"),
+            chat_template="qwen2_5",
         ),
         _spec(
             hub_id="Qwen/Qwen3-0.6B",
@@ -186,7 +447,10 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=True,
             thinking=True,
             unsloth_4bit="unsloth/Qwen3-0.6B-unsloth-bnb-4bit",
-            sources=("MLC", "Q3TR", "Q3CARD"),
+            sources=("MLC", "Q3TR", "Q3CARD", "TRLCHK"),
+            chat_template="qwen3",
+            thinking_switch=THINKING_SWITCH,
+            sampling=QWEN3_THINKING,
         ),
         _spec(
             hub_id="Qwen/Qwen3-1.7B",
@@ -210,7 +474,10 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=True,
             thinking=True,
             unsloth_4bit="unsloth/Qwen3-1.7B-unsloth-bnb-4bit",
-            sources=("MLC", "Q3TR", "KHQ3"),
+            sources=("MLC", "Q3TR", "KHQ3", "TRLCHK"),
+            chat_template="qwen3",
+            thinking_switch=THINKING_SWITCH,
+            sampling=QWEN3_THINKING,
         ),
         _spec(
             hub_id="Qwen/Qwen3-4B",
@@ -234,7 +501,10 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=True,
             thinking=True,
             unsloth_4bit="unsloth/Qwen3-4B-unsloth-bnb-4bit",
-            sources=("PROF", "MLC6E", "Q3TR", "KHQ3"),
+            sources=("PROF", "MLC6E", "Q3TR", "KHQ3", "TRLCHK"),
+            chat_template="qwen3",
+            thinking_switch=THINKING_SWITCH,
+            sampling=QWEN3_THINKING,
         ),
         _spec(
             hub_id="Qwen/Qwen3-8B",
@@ -258,7 +528,10 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=True,
             thinking=True,
             unsloth_4bit="unsloth/Qwen3-8B-unsloth-bnb-4bit",
-            sources=("PROF", "MLC6E", "Q8HF", "Q3TR", "KHQ3"),
+            sources=("PROF", "MLC6E", "Q8HF", "Q3TR", "KHQ3", "TRLCHK"),
+            chat_template="qwen3",
+            thinking_switch=THINKING_SWITCH,
+            sampling=QWEN3_THINKING,
         ),
         _spec(
             hub_id="meta-llama/Llama-3.2-1B-Instruct",
@@ -282,7 +555,8 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=True,
             thinking=False,
             unsloth_4bit="unsloth/Llama-3.2-1B-Instruct-unsloth-bnb-4bit",
-            sources=("MLC", "LL32CARD"),
+            sources=("MLC", "LL32CARD", "TRLCHK"),
+            chat_template="llama3_2",
         ),
         _spec(
             hub_id="meta-llama/Llama-3.2-3B-Instruct",
@@ -306,7 +580,8 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=True,
             thinking=False,
             unsloth_4bit="unsloth/Llama-3.2-3B-Instruct-unsloth-bnb-4bit",
-            sources=("MLC", "PROF", "LL32CARD"),
+            sources=("MLC", "PROF", "LL32CARD", "TRLCHK"),
+            chat_template="llama3_2",
         ),
         _spec(
             hub_id="meta-llama/Llama-3.1-8B-Instruct",
@@ -330,7 +605,8 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=True,
             thinking=False,
             unsloth_4bit="unsloth/Llama-3.1-8B-Instruct-unsloth-bnb-4bit",
-            sources=("MLC", "PROF", "LL31CARD"),
+            sources=("MLC", "PROF", "LL31CARD", "TRLCHK"),
+            chat_template="llama3_1",
         ),
         _spec(
             hub_id="google/gemma-3-1b-it",
@@ -354,7 +630,8 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=False,
             thinking=False,
             unsloth_4bit="unsloth/gemma-3-1b-it-unsloth-bnb-4bit",
-            sources=("MLC", "GDM3", "KHG3"),
+            sources=("MLC", "GDM3", "KHG3", "TRLCHK"),
+            chat_template="gemma3",
         ),
         _spec(
             hub_id="google/gemma-3-4b-it",
@@ -372,13 +649,14 @@ CATALOG: dict[str, ModelSpec] = {
             vocab=262_208,
             context=131_072,
             tied_embeddings=True,
-            lora_targets=GEMMA3_LANGUAGE_ONLY,
+            lora_targets=LANGUAGE_MODEL_ONLY,
             gated=True,
             license=_GEMMA_LICENSE,
             system_role=False,
             thinking=False,
             unsloth_4bit="unsloth/gemma-3-4b-it-unsloth-bnb-4bit",
-            sources=("G4BHF", "G4BPT", "GDM3", "KHG3", "TFG3"),
+            sources=("G4BHF", "G4BPT", "GDM3", "KHG3", "TFG3", "TRLCHK"),
+            chat_template="gemma3",
         ),
         _spec(
             hub_id="microsoft/Phi-4-mini-instruct",
@@ -404,34 +682,203 @@ CATALOG: dict[str, ModelSpec] = {
             unsloth_4bit="unsloth/Phi-4-mini-instruct-unsloth-bnb-4bit",
             sources=("MLC", "TFPHI3", "PHIDER"),
         ),
-        _spec(
-            hub_id="HuggingFaceTB/SmolLM2-1.7B-Instruct",
-            family="smollm2",
-            architecture="LlamaForCausalLM",
-            tiny_arch="llama",
-            params=1_711_376_384,
-            non_embedding_params=1_610_713_088,
+        # --- late-2026 models (shared/reference/model-facts-2026.md) ---
+        _qwen3_5(
+            "0.8B",
+            params=852_985_920,
+            non_embedding=498_113_344,
+            tower=100_592_896,
+            layers=24,
+            hidden=1024,
+            intermediate=3584,
+            heads=8,
+            kv_heads=2,
+            value_heads=16,
+            tied=True,
+            thinks=False,
+            lora_per_rank=638_976,
+        ),  # fmt: skip
+        _qwen3_5(
+            "2B",
+            params=2_213_241_664,
+            non_embedding=1_373_265_728,
+            tower=331_416_576,
             layers=24,
             hidden=2048,
-            intermediate=8192,
-            heads=32,
-            kv_heads=32,
-            head_dim=64,
-            vocab=49_152,
-            context=8_192,
+            intermediate=6144,
+            heads=8,
+            kv_heads=2,
+            value_heads=16,
+            tied=True,
+            thinks=False,
+            lora_per_rank=976_896,
+        ),  # fmt: skip
+        _qwen3_5(
+            "4B",
+            params=4_539_265_536,
+            non_embedding=3_570_052_096,
+            tower=333_514_240,
+            layers=32,
+            hidden=2560,
+            intermediate=9216,
+            heads=16,
+            kv_heads=4,
+            value_heads=32,
+            tied=True,
+            thinks=True,
+            lora_per_rank=1_904_640,
+        ),  # fmt: skip
+        _qwen3_5(
+            "9B",
+            params=9_409_813_744,
+            non_embedding=6_919_565_824,
+            tower=456_010_480,
+            layers=32,
+            hidden=4096,
+            intermediate=12288,
+            heads=16,
+            kv_heads=4,
+            value_heads=32,
+            tied=False,
+            thinks=True,
+            lora_per_rank=2_506_752,
+        ),  # fmt: skip
+        # E2B: the last 20 of 35 layers reuse K/V (3 full + 12 sliding layers hold a cache); its
+        # KV-shared layers have a double-wide MLP (12288).
+        _gemma4(
+            "E2B",
+            params=5_104_297_504,
+            non_embedding=1_877_105_920,
+            tower=475_728_160,
+            layers=35,
+            hidden=1536,
+            intermediate=6144,
+            kv_heads=1,
+            full_cache=3,
+            sliding_cache=12,
+            lora_per_rank=1_509_888,
+        ),  # fmt: skip
+        # E4B: the last 18 of 42 layers reuse K/V (4 full + 20 sliding layers hold a cache).
+        _gemma4(
+            "E4B",
+            params=7_941_100_832,
+            non_embedding=3_973_352_448,
+            tower=478_087_456,
+            layers=42,
+            hidden=2560,
+            intermediate=10240,
+            kv_heads=2,
+            full_cache=4,
+            sliding_cache=20,
+            lora_per_rank=2_180_096,
+        ),  # fmt: skip
+        _spec(
+            hub_id="HuggingFaceTB/SmolLM3-3B",
+            family="smollm3",
+            architecture="SmolLM3ForCausalLM",
+            tiny_arch="smollm3",
+            params=3_075_098_624,
+            non_embedding_params=2_812_430_336,
+            layers=36,
+            hidden=2048,
+            intermediate=11008,
+            heads=16,
+            kv_heads=4,
+            head_dim=128,
+            vocab=128_256,
+            context=65_536,
             tied_embeddings=True,
             lora_targets=ALL_LINEAR,
             gated=False,
             license="apache-2.0",
+            system_role=True,  # merged into its metadata system block
+            thinking=True,
+            unsloth_4bit=None,
+            sources=("SMOL", "KHS3", "CALC", "SMOLHFD", "SMOLRM3", "SMOLCT", "SMOLCARD"),
+            chat_template=None,  # not in TRL 1.16 (it injects a dated metadata system block)
+            thinking_switch=THINKING_SWITCH,
+            sampling=Sampling(0.6, 0.95, 0, "SMOLCARD"),
+            unsloth_fast_inference=False,  # vLLM serves it through its Transformers backend
+        ),
+        _spec(
+            hub_id="LiquidAI/LFM2.5-1.2B-Instruct",
+            family="lfm2.5",
+            architecture="Lfm2ForCausalLM",
+            tiny_arch="lfm2",
+            params=1_170_340_608,
+            non_embedding_params=1_036_122_880,
+            layers=16,
+            hidden=2048,
+            intermediate=8192,  # 12288 in the config, 8192 after block_auto_adjust_ff_dim
+            heads=32,
+            kv_heads=8,
+            head_dim=64,
+            vocab=65_536,
+            context=32_768,  # the card's; the config says 128000
+            tied_embeddings=True,
+            lora_targets=LFM2_TARGETS,
+            gated=False,
+            license="lfm1.0 (LFM Open License v1.0)",
             system_role=True,
             thinking=False,
             unsloth_4bit=None,
-            sources=("SMOLHF", "MLC6E", "SMOLRM"),
+            sources=("LFMCARD", "LFMCFG", "CALC", "UNB", "TRLCT", "TRLCHK"),
+            chat_template="lfm2_2_5_v2",  # the LFM2.5 generation's current template
+            full_attention_layers=6,  # 6 GQA layers; the other 10 are short convolutions
+            linear_state=LinearState(10, 0, 0, 0, 2048, 3),
+            lora_params_per_rank=694_272,
+            # The card's T=0.1/top_p=0.1 is near-greedy; evaluation uses it, GRPO rollouts keep
+            # the recipe's temperature (Unsloth's LFM2.5 notebook samples at 1.0).
+            sampling=Sampling(0.1, 0.1, 50, "LFMCARD"),
+            unsloth_fast_inference=False,  # its GRPO notebook generates without vLLM
+        ),
+        _spec(
+            hub_id="nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+            family="nemotron3",
+            architecture="NemotronHForCausalLM",
+            tiny_arch="nemotron_h",
+            params=31_577_937_344,
+            non_embedding_params=30_873_294_272,
+            layers=52,  # 23 Mamba-2 + 23 MoE + 6 attention blocks
+            hidden=2688,
+            intermediate=1856,  # per routed expert
+            heads=32,
+            kv_heads=2,
+            head_dim=128,
+            vocab=131_072,
+            context=262_144,
+            tied_embeddings=False,
+            lora_targets=NEMOTRON_H_TARGETS,
+            gated=False,
+            license=_NVIDIA_LICENSE,
+            system_role=True,
+            thinking=True,
+            unsloth_4bit=None,
+            sources=("NEMO30", "NEMO30C", "NEMO30P", "CALC", "TRLCT", "TRLCHK", "USTUDIO"),
+            chat_template="nemotron_3_nano",
+            thinking_switch=THINKING_SWITCH,
+            prefills_think=True,
+            full_attention_layers=6,
+            # Mamba-2: 64 heads of 64 dims, state 128; the convolution runs over x, B and C
+            # (64 x 64 + 2 x 8 groups x 128 channels).
+            linear_state=LinearState(23, 64, 64, 128, 6144, 4),
+            active_params=3_580_073_408,  # 6 of 128 routed experts + the shared one
+            expert_params=29_374_808_064,
+            active_intermediate=6 * 1856 + 3712,
+            lora_params_per_rank=709_952,
+            sampling=Sampling(1.0, 1.0, 0, "USTUDIO"),
+            unsloth=(
+                "Unsloth 2026.10.9 has no GRPO recipe for this hybrid Mamba mixture of experts "
+                "(no pre-quantized repo, vLLM fast_inference not verified for NemotronH)"
+            ),
         ),
     ]
 }
 
-DEFAULT_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
+# Today's pick for the default 24 GB tier: a current model (Qwen3.5, as Unsloth's GRPO notebooks)
+# that trains with LoRA and a colocated vLLM at 8 generations there, and fits every other tier
+# down to the CPU one (the 4B does not fit the CPU tier, and on 24 GB only without vLLM).
+DEFAULT_MODEL = "Qwen/Qwen3.5-2B"
 CUSTOM = "custom"
 
 _HUB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")

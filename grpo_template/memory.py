@@ -2,20 +2,37 @@
 
 A first-order model, good enough to pick a configuration that fits and to refuse one that cannot:
 
-* weights: parameters x bytes (4-bit NF4 linear layers at 4.5 bits with double quantisation;
-  embeddings stay 16-bit);
+* weights: parameters x bytes, every one resident: a mixture of experts keeps all experts, a
+  vision-language checkpoint its towers (4-bit NF4 linear layers at 4.5 bits with double
+  quantisation; embeddings, towers and experts stored as 3-D tensors stay 16-bit);
 * gradients and AdamW state for the trainable parameters (PEFT keeps LoRA weights in fp32;
   torch AdamW keeps its two moments in the parameter dtype; bitsandbytes 8-bit: 1 byte each);
 * training activations per micro-batch: with checkpointing one saved hidden state per layer plus
   one layer's intermediates; without it every layer's intermediates (FlashAttention/SDPA, so no
-  sequence^2 term; TRL's fused LM head never materialises the full logits);
-* generation KV cache for the whole per-process generation batch (transformers `generate`), or the
+  sequence^2 term; TRL's fused LM head never materialises the full logits); a mixture of experts
+  counts the MLP width a token passes through (its active experts), not all experts;
+* generation cache for the whole per-process generation batch (transformers `generate`): K/V
+  for the full-attention layers only (a hybrid's linear-attention, convolution or Mamba layers
+  keep a fixed state per sequence instead, sliding-window layers at most their window), or the
   fixed share vLLM reserves when it is colocated (nothing when a vLLM server on other GPUs
   generates);
 * Unsloth: checkpointed activations offloaded to CPU RAM, and with `fast_inference` a vLLM engine
   that shares the weights and sleeps while training (so only its KV cache competes, with the
   training activations);
 * a reference model copy only when `beta > 0` and the model is fully fine-tuned;
+* distribution (`TrainingShape.distributed`, see `SHARDED`):
+  - DDP keeps a second copy of the gradients in its communication buckets: torch's
+    `gradient_as_bucket_view` defaults to False, and transformers 5.24's Trainer builds
+    `DistributedDataParallelKwargs` without it (`Trainer._build_accelerator_args` passes only
+    find_unused_parameters, `ddp_bucket_cap_mb`, broadcast_buffers, static_graph; a smaller
+    bucket cap only cuts the same total into more buckets), so no recipe field removes the copy;
+  - DeepSpeed ZeRO with bf16/fp16 keeps fp32 master weights and fp32 Adam moments for the trainable
+    parameters (12 bytes per parameter, sharded over the processes) instead of the 4 bytes of
+    torch AdamW's bf16 moments; its own reduce/all-gather buckets are small (transformers sizes
+    them from hidden_size^2) and are left to the fragmentation margin;
+  - ZeRO-3 gathers the whole model on every process around generation: `transformers.generate`
+    with TRL's default `ds3_gather_for_generation=True`, and, with LoRA, the weight sync to vLLM
+    (TRL gathers every parameter at once to merge the adapter);
 * CUDA context plus 10% allocator fragmentation.
 
 Generation and the backward pass do not overlap, so the peak takes the larger of the two.
@@ -32,6 +49,28 @@ DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 NF4_BYTES_PER_PARAM = 4.5 / 8  # NF4 weights + absmax with double quantisation
 CUDA_CONTEXT_BYTES = 0.75 * GIB
 FRAGMENTATION = 0.10
+DEEPSPEED_MASTER_BYTES = 4  # fp32 copy of each trainable parameter under bf16/fp16 ZeRO
+DEEPSPEED_MOMENT_BYTES = 8  # Adam's two moments, fp32 (they live on the fp32 master partition)
+SINGLE = "none"  # one training process
+# Each distribution strategy, cheapest first, and how it splits a process's state:
+# (weights sharded, gradients and optimizer state sharded).
+SHARDED: dict[str, tuple[bool, bool]] = {
+    SINGLE: (False, False),
+    "ddp": (False, False),
+    "zero2": (False, True),
+    "zero3": (True, True),
+}
+STRATEGIES = tuple(s for s in SHARDED if s != SINGLE)  # for several training processes
+
+
+def shards(distributed: str, processes: int) -> tuple[int, int]:
+    """(weight_shards, state_shards) of a TrainingShape for this strategy and process count."""
+    weights, state = SHARDED[distributed]
+    return (processes if weights else 1), (processes if state else 1)
+
+
+def is_deepspeed(distributed: str) -> bool:
+    return distributed.startswith("zero")
 
 
 @dataclass(frozen=True)
@@ -54,8 +93,17 @@ class TrainingShape:
     # weights are shared with training and vLLM sleeps while it trains (standby)
     offload_checkpoints: bool = False  # Unsloth's checkpointing keeps saved activations in RAM
     on_gpu: bool = True
+    distributed: str = SINGLE  # none (one process), ddp, zero2 or zero3: a key of SHARDED
     weight_shards: int = 1  # ZeRO-3 / FSDP: processes sharing the weights
     state_shards: int = 1  # ZeRO-2/3 / FSDP: processes sharing gradients and optimizer state
+
+    def __post_init__(self):
+        if self.distributed not in SHARDED:
+            raise ValueError(f"distributed {self.distributed!r} is not one of {list(SHARDED)}")
+
+    @property
+    def uses_vllm(self) -> bool:
+        return self.vllm_reserved_bytes > 0 or self.generation_elsewhere
 
 
 @dataclass(frozen=True)
@@ -70,14 +118,20 @@ class MemoryEstimate:
     vllm: float
     reference: float
     overhead: float
+    gradient_buckets: float = 0.0  # DDP: the second gradient copy in its buckets
+    master_weights: float = 0.0  # DeepSpeed: fp32 master copy of the trainable parameters
+    gathered_weights: float = 0.0  # ZeRO-3: the other processes' weight shards, gathered for
+    # generation or the LoRA weight sync (generation phase only)
 
     @property
     def peak(self) -> float:
         return (
             self.weights
             + self.gradients
+            + self.gradient_buckets
             + self.optimizer
-            + max(self.activations, self.generation)
+            + self.master_weights
+            + max(self.activations, self.generation + self.gathered_weights)
             + self.vllm
             + self.reference
             + self.overhead
@@ -94,11 +148,17 @@ class MemoryEstimate:
 
     def summary(self) -> str:
         b = self.breakdown_gib()
-        parts = [
-            f"weights {b['weights']:.1f}",
-            f"gradients {b['gradients']:.1f}",
-            f"optimizer {b['optimizer']:.1f}",
-            f"max(activations {b['activations']:.1f}, generation KV {b['generation']:.1f})",
+        generation = f"generation KV {b['generation']:.1f}"
+        if self.gathered_weights:
+            generation += f" + gathered ZeRO-3 weights {b['gathered_weights']:.1f}"
+        parts = [f"weights {b['weights']:.1f}", f"gradients {b['gradients']:.1f}"]
+        if self.gradient_buckets:  # the distribution terms are named only where they apply
+            parts.append(f"DDP gradient buckets {b['gradient_buckets']:.1f}")
+        parts.append(f"optimizer {b['optimizer']:.1f}")
+        if self.master_weights:
+            parts.append(f"fp32 master weights {b['master_weights']:.1f}")
+        parts += [
+            f"max(activations {b['activations']:.1f}, {generation})",
             f"vLLM {b['vllm']:.1f}",
             f"reference {b['reference']:.1f}",
             f"overhead {b['overhead']:.1f}",
@@ -107,7 +167,11 @@ class MemoryEstimate:
 
 
 def lora_parameters(model: ModelSpec, r: int) -> int:
-    """LoRA parameters when every linear layer of the language model is adapted (rank r)."""
+    """LoRA parameters when every linear layer of the language model is adapted (rank r); the
+    catalog's exact count per rank where its layers differ from q/k/v/o + a gated MLP (hybrid
+    attention, mixture of experts)."""
+    if model.lora_params_per_rank is not None:
+        return r * model.lora_params_per_rank
     h, i = model.hidden, model.intermediate
     q_out = model.heads * model.head_dim
     kv_out = model.kv_heads * model.head_dim
@@ -116,8 +180,9 @@ def lora_parameters(model: ModelSpec, r: int) -> int:
 
 
 def weight_bytes(model: ModelSpec, shape: TrainingShape) -> float:
-    if shape.mode == "qlora":
-        return model.non_embedding_params * NF4_BYTES_PER_PARAM + model.embedding_params * 2
+    if shape.mode == "qlora":  # bitsandbytes quantizes nn.Linear weights, not 3-D expert tensors
+        quantized = model.non_embedding_params - model.expert_params
+        return quantized * NF4_BYTES_PER_PARAM + (model.params - quantized) * 2
     return model.params * DTYPE_BYTES[shape.dtype]
 
 
@@ -128,15 +193,49 @@ def trainable_parameters(model: ModelSpec, shape: TrainingShape) -> int:
 def optimizer_bytes_per_param(shape: TrainingShape) -> float:
     if "8bit" in shape.optim:
         return 2.0
+    if is_deepspeed(shape.distributed):
+        return DEEPSPEED_MOMENT_BYTES
     if shape.mode == "full":
         return 2 * DTYPE_BYTES[shape.dtype]  # torch AdamW: two moments in the parameter dtype
     return 8.0  # fp32 LoRA weights: two fp32 moments
 
 
+def gradient_bytes_per_param(shape: TrainingShape) -> float:
+    """Full fine-tuning: gradients in the weights' dtype; PEFT: fp32 LoRA gradients (DeepSpeed
+    casts the trainable parameters to the compute dtype and keeps fp32 only in its master copy)."""
+    if shape.mode == "full" or is_deepspeed(shape.distributed):
+        return DTYPE_BYTES[shape.dtype]
+    return 4
+
+
+def gradient_bucket_bytes(model: ModelSpec, shape: TrainingShape) -> float:
+    """DDP's buckets hold a flat copy of every trainable gradient (gradient_as_bucket_view off)."""
+    if shape.distributed != "ddp":
+        return 0.0
+    return trainable_parameters(model, shape) * gradient_bytes_per_param(shape)
+
+
+def master_weight_bytes(model: ModelSpec, shape: TrainingShape) -> float:
+    """DeepSpeed's fp32 master copy of the trainable parameters (sharded from ZeRO-1 on)."""
+    if not is_deepspeed(shape.distributed) or shape.dtype == "float32":
+        return 0.0
+    return trainable_parameters(model, shape) * DEEPSPEED_MASTER_BYTES / shape.state_shards
+
+
+def gathered_weight_bytes(model: ModelSpec, shape: TrainingShape) -> float:
+    """ZeRO-3: the weights gathered on top of this process's shard while generating with
+    `transformers.generate` (ds3_gather_for_generation) or syncing merged LoRA weights to vLLM."""
+    if shape.distributed != "zero3" or shape.weight_shards <= 1:
+        return 0.0
+    if shape.uses_vllm and shape.mode == "full":
+        return 0.0  # full weights go to vLLM one parameter at a time
+    return weight_bytes(model, shape) * (1 - 1 / shape.weight_shards)
+
+
 def activation_bytes(model: ModelSpec, shape: TrainingShape) -> float:
     act = 2 if shape.dtype != "float32" else 4
     tokens = shape.per_device_batch * (shape.prompt_tokens + shape.completion_tokens)
-    one_layer = act * (10 * model.hidden + 3 * model.intermediate)  # per token
+    one_layer = act * (10 * model.hidden + 3 * model.mlp_width)  # per token
     if shape.gradient_checkpointing and shape.offload_checkpoints:
         per_token = one_layer
     elif shape.gradient_checkpointing:
@@ -148,18 +247,26 @@ def activation_bytes(model: ModelSpec, shape: TrainingShape) -> float:
 
 
 def kv_cache_bytes(model: ModelSpec, sequences: int, tokens: int, dtype: str = "bfloat16") -> float:
-    per_token = (
-        2 * model.layers * model.kv_heads * model.head_dim * (2 if dtype != "float32" else 4)
-    )
-    return sequences * tokens * per_token
+    """The generation cache of `sequences` sequences of `tokens` tokens: keys and values of the
+    full-attention layers, of the sliding-window layers up to their window, and the fixed state
+    of linear-attention / convolution / Mamba layers."""
+    element = DTYPE_BYTES[dtype]
+    full_dim = model.full_head_dim or model.head_dim
+    full = 2 * model.kv_layers * model.kv_heads * full_dim * element * tokens
+    sliding = 2 * model.sliding_layers * model.kv_heads * model.head_dim * element
+    sliding *= min(tokens, model.sliding_window)
+    state = model.linear_state.bytes_per_sequence(element) if model.linear_state else 0
+    return sequences * (full + sliding + state)
 
 
 def estimate(model: ModelSpec, shape: TrainingShape) -> MemoryEstimate:
     weights = weight_bytes(model, shape) / shape.weight_shards
     trainable = trainable_parameters(model, shape)
-    grad_bytes = DTYPE_BYTES[shape.dtype] if shape.mode == "full" else 4
-    gradients = trainable * grad_bytes / shape.state_shards
+    gradients = trainable * gradient_bytes_per_param(shape) / shape.state_shards
+    buckets = gradient_bucket_bytes(model, shape)
     optimizer = trainable * optimizer_bytes_per_param(shape) / shape.state_shards
+    master = master_weight_bytes(model, shape)
+    gathered = gathered_weight_bytes(model, shape)
     activations = activation_bytes(model, shape)
     generation = shape.shared_vllm_bytes
     if shape.vllm_reserved_bytes == 0 and not shape.generation_elsewhere and not generation:
@@ -172,7 +279,15 @@ def estimate(model: ModelSpec, shape: TrainingShape) -> MemoryEstimate:
     reference = 0.0
     if shape.beta > 0 and shape.mode == "full":
         reference = model.params * DTYPE_BYTES[shape.dtype] / shape.weight_shards
-    dynamic = weights + gradients + optimizer + max(activations, generation) + reference
+    dynamic = (
+        weights
+        + gradients
+        + buckets
+        + optimizer
+        + master
+        + max(activations, generation + gathered)
+        + reference
+    )
     overhead = FRAGMENTATION * dynamic + (CUDA_CONTEXT_BYTES if shape.on_gpu else 0.0)
     return MemoryEstimate(
         weights=weights,
@@ -183,4 +298,7 @@ def estimate(model: ModelSpec, shape: TrainingShape) -> MemoryEstimate:
         vllm=shape.vllm_reserved_bytes,
         reference=reference,
         overhead=overhead,
+        gradient_buckets=buckets,
+        master_weights=master,
+        gathered_weights=gathered,
     )

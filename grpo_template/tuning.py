@@ -2,8 +2,9 @@
 
 The search keeps the training signal first: it tries the tier's target number of generations and
 completion length in every fine-tuning mode (full, LoRA, QLoRA), distribution strategy (DDP,
-ZeRO-2, ZeRO-3 on several GPUs) and micro-batch size, with vLLM generation where the tier uses
-it, and only then gives up vLLM, generations or length (each compromise is noted in the recipe).
+ZeRO-2, ZeRO-3 on several GPUs; each has its accelerate config, `accelerate_config`) and
+micro-batch size, with vLLM generation where the tier uses it, and only then gives up vLLM,
+generations or length (each compromise is noted in the recipe).
 A configuration is accepted when the memory model's peak stays under `HEADROOM` of the device.
 Every accepted plan satisfies GRPO's batch arithmetic across processes: each process handles a
 whole number of groups (prompts x `num_generations`) per optimizer step.
@@ -46,7 +47,17 @@ POLICIES: dict[str, TierPolicy] = {
     "multi-node": TierPolicy(8, 2, 2.0, 64, 9.0e9),
 }
 LEARNING_RATE = {"full": 1e-6, "lora": 1e-5, "qlora": 1e-5}  # LoRA needs ~10x the full-FT rate
-STRATEGIES = ("ddp", "zero2", "zero3")
+SINGLE = memory.SINGLE  # one training process (a vLLM server may use the node's other GPUs)
+STRATEGIES = memory.STRATEGIES  # several training processes: ddp, zero2, zero3, cheapest first
+ACCELERATE_CONFIG_DIR = "configs/accelerate"  # in the generated project
+
+
+def accelerate_config(distributed: str) -> str:
+    """The project's `accelerate launch --config_file` for a strategy (one file per strategy,
+    named after it; `none` is accelerate's single-process `distributed_type: "NO"`)."""
+    if distributed not in memory.SHARDED:
+        raise ValueError(f"no accelerate config for distributed={distributed!r}")
+    return f"{ACCELERATE_CONFIG_DIR}/{distributed}.yaml"
 
 
 @dataclass(frozen=True)
@@ -71,7 +82,7 @@ class Plan:
     lora_alpha: int
     memory: memory.MemoryEstimate
     processes: int = 1  # training processes in total (one per training GPU)
-    distributed: str = "none"  # none, ddp, zero2, zero3
+    distributed: str = SINGLE  # none (one process), ddp, zero2, zero3
     vllm_mode: str | None = None  # None (transformers generate), colocate or server
     vllm_gpu_memory_utilization: float = 0.0  # colocate: share of each GPU vLLM takes
     vllm_server_gpus: int = 0  # server: GPUs set aside for the vLLM server
@@ -81,6 +92,17 @@ class Plan:
     @property
     def use_vllm(self) -> bool:
         return self.vllm_mode is not None
+
+    @property
+    def thinking(self) -> bool:
+        """Whether the recipe's chat template renders the model's thinking mode (see `thinks`)."""
+        return thinks(self.model, self.task)
+
+    @property
+    def chat_template_kwargs(self) -> dict:
+        """The recipe's `chat_template_kwargs`: the thinking switch set to `thinking`."""
+        switch = self.model.thinking_switch
+        return {switch: self.thinking} if switch else {}
 
     @property
     def vllm_max_model_length(self) -> int:
@@ -99,9 +121,35 @@ class Plan:
     def use_peft(self) -> bool:
         return self.mode in ("lora", "qlora")
 
+    @property
+    def launched_by_accelerate(self) -> bool:
+        """Every tier with several GPUs starts training through `accelerate launch` (even one
+        training process beside a vLLM server); single-GPU and CPU tiers run the script."""
+        return self.tier.gpus > 1
+
+    @property
+    def accelerate_config(self) -> str | None:
+        """The project's accelerate config file for this plan, or None when none is used."""
+        return accelerate_config(self.distributed) if self.launched_by_accelerate else None
+
 
 class DoesNotFit(ValueError):
     """No configuration of this model fits this tier; the message says what would."""
+
+
+def task_reasons(task: TaskSpec) -> bool:
+    """Whether the task's answer format has a reasoning block: its system prompt asks for
+    `<think> </think>` (math, code, classification, custom), unlike JSON-only output."""
+    return "<think>" in task.system_prompt
+
+
+def thinks(model: ModelSpec, task: TaskSpec) -> bool:
+    """The model's default thinking mode, switched off (where the template has a switch) for a
+    task whose answer has no reasoning block: a thinking template opens `<think>` in the prompt,
+    and the completion could then never be JSON only."""
+    if model.thinking and model.thinking_switch and not task_reasons(task):
+        return False
+    return model.thinking
 
 
 def dtype_for(tier: Tier) -> str:
@@ -113,7 +161,7 @@ def dtype_for(tier: Tier) -> str:
 def modes_for(model: ModelSpec, tier: Tier, policy: TierPolicy, backend: str) -> list[str]:
     if not tier.is_gpu:
         return ["lora"]
-    modes = ["lora", "qlora"]
+    modes = ["lora", "qlora"] if model.qlora else ["lora"]
     if backend == "unsloth":
         return modes  # Unsloth does not support full fine-tuning with GRPO
     if tier.bf16 and model.params <= policy.full_max_params:
@@ -160,10 +208,10 @@ def _search(model: ModelSpec, tier: Tier, task: TaskSpec, backend: str):
     """(the first plan that fits or None, the smallest estimate seen)."""
     policy = POLICIES[tier.name]
     budget = tier.memory_bytes * HEADROOM
-    thinking = 2 if model.thinking else 1
+    thinking = 2 if thinks(model, task) else 1
     target = _round_tokens(task.completion_tokens * policy.length_scale * thinking)
     target = min(target, model.context - task.prompt_tokens)
-    vllm_modes = _generation_modes(tier, backend)
+    vllm_modes = _generation_modes(model, tier, backend)
     smallest = None
     for generations, completion, quality_note in _quality_levels(policy, target):
         for vllm_mode in vllm_modes:
@@ -183,11 +231,13 @@ def _search(model: ModelSpec, tier: Tier, task: TaskSpec, backend: str):
     return None, smallest
 
 
-def _generation_modes(tier: Tier, backend: str) -> list[str | None]:
+def _generation_modes(model: ModelSpec, tier: Tier, backend: str) -> list[str | None]:
     """How rollouts are generated, preferred first: vLLM (colocated, a server, or Unsloth's
-    fast_inference sharing the weights), then the trainer's own generate."""
+    fast_inference sharing the weights, where Unsloth's vLLM path serves the architecture), then
+    the trainer's own generate."""
     if backend == "unsloth":
-        return ["fast_inference", None] if tier.is_gpu else [None]
+        fast = tier.is_gpu and model.unsloth_fast_inference
+        return ["fast_inference", None] if fast else [None]
     return [tier.vllm, None] if tier.vllm else [None]
 
 
@@ -198,14 +248,18 @@ def _candidates(model, tier, task, policy, generations, completion, vllm_mode, b
     processes = max(1, tier.gpus - reserved_gpus)
     per_process = generations * policy.groups_per_process  # completions per process per step
     tokens = task.prompt_tokens + completion
-    strategies = STRATEGIES if processes > 1 else ("none",)
+    strategies = STRATEGIES if processes > 1 else (SINGLE,)
     unsloth = backend == "unsloth"
     for mode in modes_for(model, tier, policy, backend):
         for strategy in strategies:
-            if strategy != "ddp" and processes > 1 and mode != "full" and strategy != "zero3":
+            if strategy == "zero2" and mode != "full":
                 continue  # adapters are tiny: sharding their state buys nothing
-            weight_shards = processes if strategy == "zero3" else 1
-            state_shards = processes if strategy in ("zero2", "zero3") else 1
+            if strategy == "zero3" and mode == "qlora":
+                # ZeRO-3 shards float tensors only: 4-bit weights need bnb_4bit_quant_storage set
+                # to the compute dtype (PEFT's "QLoRA and DeepSpeed ZeRO-3" guide); the recipe
+                # does not set it, so QLoRA stays unsharded.
+                continue
+            weight_shards, state_shards = memory.shards(strategy, processes)
             optim = optimizer_for(mode, tier, state_shards > 1, backend)
             for batch in _divisors(per_process):
                 share = vllm_share(model, tier, per_process, tokens) if vllm_mode else 0.0
@@ -230,6 +284,7 @@ def _candidates(model, tier, task, policy, generations, completion, vllm_mode, b
                     shared_vllm_bytes=shared,
                     offload_checkpoints=unsloth and tier.is_gpu,
                     on_gpu=tier.is_gpu,
+                    distributed=strategy,
                     weight_shards=weight_shards,
                     state_shards=state_shards,
                 )
@@ -305,15 +360,18 @@ def _refusal(model: ModelSpec, tier: Tier, task: TaskSpec, backend: str, smalles
     from .catalog import CATALOG
 
     need = f"{smallest.peak_gib:.1f} GiB" if smallest else "more than available"
+    # Every other single-machine tier that fits (a 16GB GPU with QLoRA can beat a 16 GiB CPU).
     bigger = [
         t.name
         for t in TIERS.values()
-        if t.memory_gib > tier.memory_gib and not t.scalable and _fits(model, t, task, backend)
+        if t.name != tier.name and not t.scalable and _fits(model, t, task, backend)
     ]
-    smaller = [
+    smaller = [  # the largest that fits last
         m.hub_id
-        for m in CATALOG.values()
-        if m.params < model.params and _fits(m, tier, task, backend)
+        for m in sorted(CATALOG.values(), key=lambda m: m.params)
+        if m.params < model.params
+        and not (backend == "unsloth" and m.unsloth)
+        and _fits(m, tier, task, backend)
     ]
     what = f"{model.hub_id} ({model.params_b:.1f}B) does not fit the {tier.name} tier"
     options = []

@@ -86,7 +86,10 @@ def test_custom_model_is_accepted_with_an_id_and_size():
 
 
 def test_gpu_counts_only_matter_for_the_multi_gpu_tiers():
-    assert check(num_gpus="not a number").plan.processes == 1
+    assert check(num_gpus="1").plan.processes == 1
+    for wrong in ("4", "not a number"):  # a count on a one-GPU tier is refused, not ignored
+        with pytest.raises(AnswerError, match="does not apply to the 24GB tier"):
+            check(num_gpus=wrong)
     multi = check(gpu_tier="multi-gpu", num_gpus="4").plan
     assert multi.vllm_mode == "server" and multi.processes + multi.vllm_server_gpus == 4
     nodes = check(gpu_tier="multi-node", num_gpus="8", num_nodes="4").plan
@@ -106,3 +109,25 @@ def test_unsloth_is_offered_on_cpu_and_every_single_gpu_tier(tier):
     model = "Qwen/Qwen2.5-0.5B-Instruct" if tier == "cpu" else GOOD["model"]
     answers = check(backend="unsloth", gpu_tier=tier, model=model)
     assert answers.plan.backend == "unsloth"
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "Qwen/Qwen3.5-2B",
+        "google/gemma-4-E2B-it",
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+    ],
+)
+def test_unsloth_is_refused_for_models_its_backend_cannot_train(model):
+    with pytest.raises(AnswerError) as err:
+        check(backend="unsloth", gpu_tier="80GB", model=model)
+    text = str(err.value)
+    assert f"backend=unsloth is not offered for {model}" in text
+    assert "backend=transformers" in text and "\n" not in text
+
+
+def test_the_new_models_are_offered_with_the_transformers_backend():
+    for model in ("Qwen/Qwen3.5-2B", "google/gemma-4-E2B-it", "LiquidAI/LFM2.5-1.2B-Instruct"):
+        assert check(model=model).plan.model.hub_id == model
+    assert check(model="HuggingFaceTB/SmolLM3-3B", backend="unsloth").plan.backend == "unsloth"

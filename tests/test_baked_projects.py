@@ -1,13 +1,14 @@
 """Baked projects run their own test suites and pipelines, offline, as a user would run them."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, SHARED, assert_ok, bake_ok, run_in
+
+from grpo_template import catalog, tiers
 
 pytestmark = pytest.mark.slow
 
@@ -16,13 +17,20 @@ TIERS = ("24GB", "cpu", "16GB", "48GB", "80GB", "141GB", "multi-gpu", "multi-nod
 # Every task with every tier (other answers at their defaults): `make test` and `make smoke`.
 GRID = {f"{task}-{tier}": {"task_type": task, "gpu_tier": tier} for task in TASKS for tier in TIERS}
 # One model of every other architecture family (different LoRA targets, a multimodal tower, a
-# custom id): the smoke run trains, merges and reloads the tiny model of that family.
+# custom id, hybrid attention, a mixture of experts): the smoke run trains, merges and reloads the
+# tiny model of that family (the default model's, Qwen3.5 hybrid attention, runs in GRID).
 FAMILIES = {
+    "qwen2.5": {"model": "Qwen/Qwen2.5-1.5B-Instruct"},
     "qwen3-thinking": {"model": "Qwen/Qwen3-1.7B", "gpu_tier": "16GB"},
     "llama": {"model": "meta-llama/Llama-3.2-1B-Instruct", "tracker": "tensorboard"},
     "gemma3-text": {"model": "google/gemma-3-1b-it"},
     "gemma3-multimodal": {"model": "google/gemma-3-4b-it", "gpu_tier": "48GB"},
     "phi3-fused-projections": {"model": "microsoft/Phi-4-mini-instruct", "gpu_tier": "80GB"},
+    "gemma4-multimodal-kv-sharing": {"model": "google/gemma-4-E2B-it"},
+    "nemotron-mamba-moe": {
+        "model": "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+        "gpu_tier": "80GB",
+    },
     "custom": {
         "model": "custom",
         "custom_model_id": "mistralai/Mistral-7B-Instruct-v0.3",
@@ -77,10 +85,71 @@ def _cell(variant: str) -> dict:
     return {"task": GRID[variant]["task_type"], "tier": GRID[variant]["gpu_tier"]}
 
 
+def run_family_tests(project: Path):
+    """The baked project's own checks of its model family (tests/test_model_family.py): the
+    real chat template, its special tokens, full reward for ideal completions rendered through
+    it, and an adapter reloading onto the class TRL trains. No training: a few seconds."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    result = run_in(project, *command, "tests/test_model_family.py")
+    assert_ok(result)
+    assert " passed" in result.stdout
+
+
 @pytest.mark.parametrize("variant", list(FAMILIES))
 def test_every_architecture_family_runs_the_smoke_pipeline(cookies, variant):
     project = bake_ok(cookies, **FAMILIES[variant])
     check_smoke_output(project, make(project, "smoke"))
+    if FAMILIES[variant]["model"] in TEMPLATE_FAMILIES.values():
+        run_family_tests(project)
+
+
+def template_families() -> dict[str, str]:
+    """One catalog model per (tiny architecture, chat template, chat_template_kwargs of the
+    default task), a FAMILIES model or the default one (GRID runs its tests) where one stands for
+    it."""
+    from grpo_template import tasks, tuning
+
+    smoke = [*COVERED]
+    models = sorted(catalog.CATALOG.values(), key=lambda m: m.hub_id not in smoke)
+    chosen: dict[str, str] = {}
+    for model in models:
+        kwargs = tuning.thinks(model, tasks.TASKS[tasks.DEFAULT_TASK])
+        key = f"{model.tiny_arch}-{model.chat_template or 'stand-in'}-thinking-{kwargs}"
+        chosen.setdefault(key, model.hub_id)
+    return chosen
+
+
+# Models whose baked project runs tests/test_model_family.py elsewhere: FAMILIES (with the
+# smoke run) and the default model (every GRID project's `make test`).
+COVERED = {f["model"] for f in FAMILIES.values()} | {catalog.DEFAULT_MODEL}
+TEMPLATE_FAMILIES = template_families()
+
+
+def fitting_tier(hub_id: str) -> str:
+    from grpo_template import tasks, tuning
+
+    model, task = catalog.CATALOG[hub_id], tasks.TASKS[tasks.DEFAULT_TASK]
+    return next(t for t in ("24GB", "48GB", "80GB", "141GB") if tuning._fits(
+        model, tiers.TIERS[t], task, "transformers"))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "hub_id",
+    [h for h in TEMPLATE_FAMILIES.values() if h not in COVERED],
+)
+def test_every_chat_template_family_renders_like_the_real_model(cookies, hub_id):
+    """The families the smoke runs above do not cover: their own family checks."""
+    run_family_tests(bake_ok(cookies, model=hub_id, gpu_tier=fitting_tier(hub_id)))
+
+
+def test_every_catalog_model_has_its_family_checked():
+    checked = set(TEMPLATE_FAMILIES.values())
+    for model in catalog.CATALOG.values():
+        assert any(
+            catalog.CATALOG[h].tiny_arch == model.tiny_arch
+            and catalog.CATALOG[h].chat_template == model.chat_template
+            for h in checked
+        ), model.hub_id
 
 
 @pytest.mark.parametrize("tracker", ["tensorboard", "trackio", "wandb"])
@@ -89,24 +158,6 @@ def test_every_tracker_records_a_run_offline(cookies, tracker):
     result = run_in(project, sys.executable, "-m", "pytest", "-q", "tests/test_tracking.py")
     assert_ok(result)
     assert "1 passed" in result.stdout
-
-
-def test_readme_install_command_then_smoke(cookies, tmp_path):
-    """The README's install command in a fresh virtual environment, then `make smoke`.
-
-    The environment sees the packages already installed here (--system-site-packages), so pip
-    resolves the project's pins against them without downloading; the project itself, its
-    console scripts and its build backend are installed for real.
-    """
-    project = bake_ok(cookies)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
-    assert "make install" in (project / "README.md").read_text(encoding="utf-8")
-    env = {"PATH": f"{venv / 'bin'}:{os.environ['PATH']}", "PYTHONPATH": ""}
-    assert_ok(make(project, "install", python, env))
-    assert (venv / "bin" / "my-grpo-project-train").is_file()
-    check_smoke_output(project, make(project, "smoke", python, env))
 
 
 GSM8K = SHARED / "datasets" / "gsm8k-test-200.jsonl"

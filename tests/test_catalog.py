@@ -1,6 +1,8 @@
-"""The model catalog against the reference facts, and its LoRA targets against real modules."""
+"""The model catalog against the reference facts, the transformers classes and TRL's templates."""
 
+import dataclasses
 import json
+import re
 
 import pytest
 from conftest import SHARED
@@ -9,6 +11,7 @@ from grpo_template import catalog
 from grpo_template.memory import lora_parameters
 
 FACTS = SHARED / "reference" / "model-facts.json"
+FACTS_2026 = SHARED / "reference" / "model-facts-2026.md"
 FIELDS = {
     "layers": "num_hidden_layers",
     "hidden": "hidden_size",
@@ -20,16 +23,27 @@ FIELDS = {
     "context": "max_position_embeddings",
     "tied_embeddings": "tie_word_embeddings",
 }
+TINY_ARCHS = (
+    "qwen2", "qwen3", "llama", "phi3", "gemma3_text", "gemma3", "qwen3_5", "gemma4", "smollm3",
+    "lfm2", "nemotron_h",
+)  # fmt: skip
+TOWERS = (
+    "visual", "vision_tower", "audio_tower", "multi_modal_projector", "embed_vision", "embed_audio",
+)  # fmt: skip
 
 
 def value(entry):
     return entry["value"] if isinstance(entry, dict) and "value" in entry else entry
 
 
+def _facts_2025() -> dict:
+    return json.loads(FACTS.read_text(encoding="utf-8")) if FACTS.is_file() else {}
+
+
 @pytest.mark.skipif(not FACTS.is_file(), reason="shared/reference/model-facts.json not present")
-@pytest.mark.parametrize("hub_id", list(catalog.CATALOG))
+@pytest.mark.parametrize("hub_id", [h for h in catalog.CATALOG if h in _facts_2025()])
 def test_catalog_matches_reference_facts(hub_id):
-    facts = json.loads(FACTS.read_text(encoding="utf-8"))[hub_id]
+    facts = _facts_2025()[hub_id]
     spec = catalog.CATALOG[hub_id]
     for ours, theirs in FIELDS.items():
         assert getattr(spec, ours) == value(facts[theirs]), (hub_id, ours)
@@ -41,23 +55,85 @@ def test_catalog_matches_reference_facts(hub_id):
     assert spec.gated == (value(facts["gated"]) == "yes")
 
 
+def summary_table() -> dict[str, dict[str, str]]:
+    """model-facts-2026.md section 1, `hub_id -> {column: cell}` (a `same` cell repeats the row
+    above)."""
+    text = FACTS_2026.read_text(encoding="utf-8")
+    section = text[text.index("## 1.") : text.index("## 2.")]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    header = [c.strip() for c in rows[0].strip("|").split("|")]
+    table, previous = {}, {}
+    for line in rows[1:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        row = dict(zip(header, cells, strict=True))
+        row = {k: previous.get(k, v) if v == "same" else v for k, v in row.items()}
+        table[cells[0]] = previous = row
+    return table
+
+
+def number(cell: str) -> int:
+    """The leading number of a cell such as `24 (18 linear + 6 full)` or `**false**`."""
+    return int(re.match(r"[\d,]+", cell.replace("*", "").strip()).group().replace(",", ""))
+
+
+NEW_MODELS = [s for s in catalog.CATALOG.values() if any(t == "CALC" for t in s.sources)]
+
+
+@pytest.mark.skipif(not FACTS_2026.is_file(), reason="model-facts-2026.md not present")
+@pytest.mark.parametrize("spec", NEW_MODELS, ids=lambda s: s.hub_id)
+def test_catalog_matches_the_2026_summary_table(spec):
+    row = summary_table()[spec.hub_id]
+    columns = ("non_embedding_params", "hidden", "heads", "kv_heads", "head_dim", "vocab")
+    for column in (*columns, "layers", "intermediate", "context"):
+        assert getattr(spec, column) == number(row[column]), column
+    # The table counts what AutoModelForCausalLM loads: for Qwen3.5 the text-only class (its
+    # towers dropped); TRL loads the checkpoint's class, towers included.
+    text_only = "text only" in row["architecture (AutoModelForCausalLM gives)"]
+    assert spec.params - (spec.tower_params if text_only else 0) == number(row["params"])
+    assert spec.tied_embeddings == ("true" in row["tied"].replace("*", ""))
+    thinking = row["thinking (default)"].replace("*", "")
+    assert spec.thinking == thinking.endswith("on")
+    assert spec.tiny_arch == row["tiny_arch"].split("_text")[0]
+    full = re.search(r"\+ (\d+) (?:full|GQA|attn)\)", row["layers"])
+    if full and spec.sliding_layers == 0:  # Gemma 4 counts cache layers (KV sharing)
+        assert spec.kv_layers == int(full.group(1))
+
+
 @pytest.mark.parametrize("spec", list(catalog.CATALOG.values()), ids=lambda s: s.hub_id)
 def test_parameter_counts_follow_from_the_shapes(spec):
     """Non-embedding parameters recomputed from the shape agree within 3% (norms and biases)."""
+    if spec.architecture.endswith("ConditionalGeneration") or spec.linear_state or spec.is_moe:
+        pytest.skip("towers, linear-attention or expert layers are outside this formula")
     h, i, layers = spec.hidden, spec.intermediate, spec.layers
     attention = h * spec.heads * spec.head_dim * 2 + h * spec.kv_heads * spec.head_dim * 2
     per_layer = attention + 3 * h * i
     estimate = per_layer * layers
-    if spec.architecture.endswith("ConditionalGeneration"):
-        pytest.skip("the vision tower is outside this formula")
     assert abs(estimate - spec.non_embedding_params) / spec.non_embedding_params < 0.03
 
 
+def defined_sources() -> set[str]:
+    texts = "".join(
+        (SHARED / "reference" / name).read_text(encoding="utf-8")
+        for name in ("model-facts.md", "model-facts-2026.md")
+        if (SHARED / "reference" / name).is_file()
+    )
+    return set(re.findall(r"\[([A-Z0-9-]+)\]", texts)) | set(catalog.EXTRA_SOURCES)
+
+
 def test_every_catalog_model_is_valid_and_labelled():
+    known = defined_sources()
     for hub_id, spec in catalog.CATALOG.items():
         assert catalog.valid_hub_id(hub_id)
-        assert spec.tiny_arch in ("qwen2", "qwen3", "llama", "phi3", "gemma3_text", "gemma3")
+        assert spec.tiny_arch in TINY_ARCHS
         assert spec.license and spec.sources
+        tags = [*spec.sources, *([spec.sampling.source] if spec.sampling else [])]
+        if len(known) > len(catalog.EXTRA_SOURCES):  # the reference files are present
+            assert set(tags) <= known, (hub_id, set(tags) - known)
+        assert spec.thinking_switch or not spec.prefills_think
+        if spec.tower_params:
+            assert spec.architecture.endswith("ConditionalGeneration")
+            assert isinstance(spec.lora_targets, str) and "language_model" in spec.lora_targets
+    assert catalog.DEFAULT_MODEL in catalog.CATALOG
 
 
 @pytest.mark.parametrize("params_b", [0.5, 1.5, 3, 7, 14, 70])
@@ -80,26 +156,21 @@ def test_hub_id_validation():
 
 @pytest.mark.parametrize("arch", sorted({s.tiny_arch for s in catalog.CATALOG.values()}))
 def test_lora_targets_exist_in_each_architecture(arch):
-    """Build the tiny model of each architecture and check PEFT finds the catalog's targets."""
-    import torch
+    """Build a tiny model of each architecture (as the checkpoint's class) and check PEFT finds
+    the catalog's targets, and never in a vision/audio tower."""
     from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
 
-    spec = next(s for s in catalog.CATALOG.values() if s.tiny_arch == arch)
-    config = tiny_config(arch)
-    model = AutoModelForCausalLM.from_config(config)
-    targets = spec.lora_targets
-    peft_model = get_peft_model(model, LoraConfig(r=2, target_modules=targets))
-    adapted = {n for n, m in peft_model.named_modules() if hasattr(m, "lora_A")}
-    assert adapted, arch
-    if arch == "gemma3":  # the regex must leave the vision tower alone
-        assert all("vision_tower" not in n for n in adapted)
-    assert all(isinstance(m, torch.nn.Module) for m in peft_model.modules())
+    for spec in [s for s in catalog.CATALOG.values() if s.tiny_arch == arch][:1]:
+        model = tiny_model(arch)
+        peft_model = get_peft_model(model, LoraConfig(r=2, target_modules=spec.lora_targets))
+        adapted = {n for n, m in peft_model.named_modules() if hasattr(m, "lora_A")}
+        assert adapted, arch
+        assert not [n for n in adapted if any(tower in n for tower in TOWERS)]
+        if arch == "qwen3_5":  # the Gated DeltaNet layers are adapted too, not only 1 in 4
+            assert any("linear_attn.in_proj_qkv" in n for n in adapted)
 
 
-def tiny_config(arch):
-    from transformers import AutoConfig
-
+def _text(arch: str) -> dict:
     text = dict(
         vocab_size=64,
         hidden_size=16,
@@ -112,8 +183,15 @@ def tiny_config(arch):
         eos_token_id=1,
         bos_token_id=None,
     )
-    if arch in ("qwen3", "llama", "gemma3_text"):
+    if arch in ("qwen3", "llama", "gemma3_text", "gemma3", "smollm3", "qwen3_5", "gemma4"):
         text["head_dim"] = 8
+    return text
+
+
+def tiny_config(arch: str):
+    from transformers import AutoConfig
+
+    text = _text(arch)
     if arch == "gemma3":
         vision = dict(
             hidden_size=16,
@@ -124,12 +202,80 @@ def tiny_config(arch):
             patch_size=14,
         )
         return AutoConfig.for_model(
-            "gemma3",
-            text_config={**text, "head_dim": 8},
-            vision_config=vision,
-            mm_tokens_per_image=4,
+            "gemma3", text_config=text, vision_config=vision, mm_tokens_per_image=4
+        )
+    if arch == "qwen3_5":
+        text.update(
+            num_hidden_layers=2,
+            layer_types=["linear_attention", "full_attention"],
+            linear_num_key_heads=2,
+            linear_num_value_heads=2,
+            linear_key_head_dim=8,
+            linear_value_head_dim=8,
+        )
+        vision = dict(depth=1, hidden_size=16, intermediate_size=32, num_heads=2,
+                      out_hidden_size=16, num_position_embeddings=16)  # fmt: skip
+        return AutoConfig.for_model("qwen3_5", text_config=text, vision_config=vision)
+    if arch == "gemma4":
+        text.update(
+            num_hidden_layers=2,
+            layer_types=["sliding_attention", "full_attention"],
+            hidden_size_per_layer_input=4,
+            vocab_size_per_layer_input=64,
+            pad_token_id=0,
+            bos_token_id=2,
+        )
+        vision = dict(
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            head_dim=8,
+            position_embedding_size=16,
+            patch_size=4,
+            pooling_kernel_size=2,
+        )
+        audio = dict(
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            subsampling_conv_channels=[4, 4],
+            output_proj_dims=16,
+            conv_kernel_size=3,
+        )
+        return AutoConfig.for_model(
+            "gemma4", text_config=text, vision_config=vision, audio_config=audio,
+            image_token_id=60, video_token_id=61, audio_token_id=62, boi_token_id=57,
+            eoi_token_id=58, boa_token_id=59, eoa_token_index=63,
+        )  # fmt: skip
+    if arch == "lfm2":
+        text.update(num_hidden_layers=2, layer_types=["conv", "full_attention"])
+    if arch == "nemotron_h":
+        text.update(
+            num_hidden_layers=4,
+            layers_block_type=["mamba", "moe", "attention", "mlp"],
+            head_dim=8,
+            mamba_num_heads=2,
+            mamba_head_dim=8,
+            ssm_state_size=8,
+            n_groups=1,
+            n_routed_experts=2,
+            num_experts_per_tok=1,
+            moe_intermediate_size=8,
+            moe_shared_expert_intermediate_size=8,
         )
     return AutoConfig.for_model(arch, **text)
+
+
+def tiny_model(arch: str):
+    """The tiny model as the checkpoint's class: a vision-language one as ConditionalGeneration
+    (AutoModelForCausalLM would build Qwen3.5's text-only class)."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    multimodal = arch in ("gemma3", "qwen3_5", "gemma4")
+    auto = AutoModelForImageTextToText if multimodal else AutoModelForCausalLM
+    return auto.from_config(tiny_config(arch))
 
 
 def test_lora_parameter_count_matches_peft():
@@ -144,15 +290,180 @@ def test_lora_parameter_count_matches_peft():
     )
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     spec = catalog.custom_model("x/y", 1)
-    shaped = type(spec)(
-        **{
-            **spec.__dict__,
-            "hidden": 16,
-            "intermediate": 32,
-            "heads": 2,
-            "kv_heads": 1,
-            "head_dim": 8,
-            "layers": 1,
-        }
+    shaped = dataclasses.replace(
+        spec, hidden=16, intermediate=32, heads=2, kv_heads=1, head_dim=8, layers=1
     )
     assert lora_parameters(shaped, 4) == trainable
+
+
+# --- the late-2026 shapes, built at full size on the meta device ----------------------------
+# The config values of model-facts-2026.md (sections 2, 4, 5, 7): built with transformers 5.24
+# (no weights), their parameter counts must equal the catalog's exact counts, its routed-expert
+# and tower counts, and PEFT's LoRA count for the catalog's targets.
+
+
+def _qwen3_5(hidden, inter, layers, heads, kv, value_heads, tied, vision):
+    depth, width, vision_inter, vision_heads = vision
+    text = dict(
+        vocab_size=248_320, hidden_size=hidden, intermediate_size=inter, num_hidden_layers=layers,
+        num_attention_heads=heads, num_key_value_heads=kv, head_dim=256, linear_key_head_dim=128,
+        linear_value_head_dim=128, linear_num_key_heads=16, linear_num_value_heads=value_heads,
+        tie_word_embeddings=tied, max_position_embeddings=262_144,
+    )  # fmt: skip
+    vision = dict(depth=depth, hidden_size=width, intermediate_size=vision_inter,
+                  num_heads=vision_heads, out_hidden_size=hidden)  # fmt: skip
+    return "qwen3_5", dict(text_config=text, vision_config=vision, tie_word_embeddings=tied)
+
+
+def _gemma4(layers, hidden, inter, kv, shared, period, double):
+    from transformers.models.gemma4 import configuration_gemma4 as gemma4
+
+    types = ["full_attention" if (i + 1) % period == 0 else "sliding_attention"
+             for i in range(layers)]  # fmt: skip
+    text = dict(
+        vocab_size=262_144, hidden_size=hidden, intermediate_size=inter, num_hidden_layers=layers,
+        num_attention_heads=8, num_key_value_heads=kv, head_dim=256, sliding_window=512,
+        layer_types=types, num_kv_shared_layers=shared, hidden_size_per_layer_input=256,
+        vocab_size_per_layer_input=262_144, use_double_wide_mlp=double,
+        final_logit_softcapping=30.0, tie_word_embeddings=True,
+    )  # fmt: skip
+    return "gemma4", dict(
+        text_config=text,
+        vision_config=gemma4.Gemma4VisionConfig().to_dict(),
+        audio_config=gemma4.Gemma4AudioConfig().to_dict(),
+    )
+
+
+NEMOTRON_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"  # 23 M, 23 E, 6 *
+REAL_SHAPES = {
+    "Qwen/Qwen3.5-0.8B": _qwen3_5(1024, 3584, 24, 8, 2, 16, True, (12, 768, 3072, 12)),
+    "Qwen/Qwen3.5-2B": _qwen3_5(2048, 6144, 24, 8, 2, 16, True, (24, 1024, 4096, 16)),
+    "Qwen/Qwen3.5-4B": _qwen3_5(2560, 9216, 32, 16, 4, 32, True, (24, 1024, 4096, 16)),
+    "Qwen/Qwen3.5-9B": _qwen3_5(4096, 12288, 32, 16, 4, 32, False, (27, 1152, 4304, 16)),
+    "google/gemma-4-E2B-it": _gemma4(35, 1536, 6144, 1, 20, 5, True),
+    "google/gemma-4-E4B-it": _gemma4(42, 2560, 10240, 2, 18, 6, False),
+    "HuggingFaceTB/SmolLM3-3B": ("smollm3", dict(
+        vocab_size=128_256, hidden_size=2048, intermediate_size=11008, num_hidden_layers=36,
+        num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=65_536,
+        tie_word_embeddings=True, no_rope_layer_interval=4,
+    )),
+    "LiquidAI/LFM2.5-1.2B-Instruct": ("lfm2", dict(
+        vocab_size=65_536, hidden_size=2048, intermediate_size=12288, block_auto_adjust_ff_dim=True,
+        num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
+        layer_types=[("full_attention" if i in (2, 5, 8, 10, 12, 14) else "conv")
+                     for i in range(16)],
+        max_position_embeddings=128_000, tie_word_embeddings=True,
+    )),
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("nemotron_h", dict(
+        vocab_size=131_072, hidden_size=2688, num_hidden_layers=52,
+        layers_block_type=[{"M": "mamba", "E": "moe", "*": "attention"}[c]
+                           for c in NEMOTRON_PATTERN],
+        num_attention_heads=32, num_key_value_heads=2, head_dim=128, mamba_num_heads=64,
+        mamba_head_dim=64, ssm_state_size=128, n_groups=8, conv_kernel=4, n_routed_experts=128,
+        n_shared_experts=1, num_experts_per_tok=6, moe_intermediate_size=1856,
+        moe_shared_expert_intermediate_size=3712, intermediate_size=1856,
+        tie_word_embeddings=False, max_position_embeddings=262_144,
+    )),
+}  # fmt: skip
+
+
+def test_every_late_2026_model_has_a_real_shape():
+    assert set(REAL_SHAPES) == {s.hub_id for s in NEW_MODELS}
+
+
+@pytest.mark.parametrize("hub_id", list(REAL_SHAPES))
+def test_real_shapes_reproduce_the_catalogs_exact_counts(hub_id):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    spec = catalog.CATALOG[hub_id]
+    model_type, values = REAL_SHAPES[hub_id]
+    auto = AutoModelForImageTextToText if spec.tower_params else AutoModelForCausalLM
+    with torch.device("meta"):
+        model = auto.from_config(AutoConfig.for_model(model_type, **values))
+    assert type(model).__name__ == spec.architecture
+    parameters = dict(model.named_parameters())
+    assert sum(p.numel() for p in parameters.values()) == spec.params
+    towers = sum(p.numel() for n, p in parameters.items() if any(t in n for t in TOWERS))
+    assert towers == spec.tower_params
+    experts = sum(p.numel() for n, p in parameters.items() if ".experts." in n and p.dim() == 3)
+    assert experts == spec.expert_params
+    lora = get_peft_model(model, LoraConfig(r=1, target_modules=spec.lora_targets))
+    adapted = sum(p.numel() for n, p in lora.named_parameters() if "lora_" in n)
+    assert adapted == lora_parameters(spec, 1)
+
+
+@pytest.mark.parametrize("size", ["E2B", "E4B"])
+def test_gemma4_cache_layers_follow_from_its_kv_sharing(size):
+    """transformers' own layout of Gemma 4's shared K/V: layers that hold a cache, by type."""
+    from transformers.models.gemma4.configuration_gemma4 import Gemma4TextConfig
+
+    spec = catalog.CATALOG[f"google/gemma-4-{size}-it"]
+    _, values = REAL_SHAPES[spec.hub_id]
+    text = values["text_config"]
+    config = Gemma4TextConfig(
+        num_hidden_layers=text["num_hidden_layers"],
+        layer_types=text["layer_types"],
+        num_kv_shared_layers=text["num_kv_shared_layers"],
+    )
+    own = [t for t, mode in zip(config.layer_types, config.kv_sharing_modes, strict=True)
+           if mode != "reuse"]  # fmt: skip
+    assert own.count("full_attention") == spec.kv_layers
+    assert own.count("sliding_attention") == spec.sliding_layers
+    assert config.sliding_window == spec.sliding_window
+
+
+# --- chat templates: TRL's copies, and what they do by default ------------------------------
+
+
+def render(template: str, messages: list[dict], **kwargs) -> str:
+    """A chat template rendered by transformers' own renderer (strftime_now, raise_exception)."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    rendered, _ = render_jinja_template(
+        conversations=[messages],
+        chat_template=template,
+        add_generation_prompt=True,
+        bos_token="<bos>",
+        eos_token="<eos>",
+        **kwargs,
+    )
+    return rendered[0]
+
+
+TEMPLATED = [s for s in catalog.CATALOG.values() if s.chat_template]
+
+
+def shipped(name: str) -> str:
+    from importlib import resources
+
+    return (resources.files("trl") / "chat_templates" / f"{name}.jinja").read_text("utf-8")
+
+
+@pytest.mark.parametrize("spec", TEMPLATED, ids=lambda s: s.hub_id)
+def test_chat_template_is_trls_copy_and_its_defaults_are_the_catalogs(spec):
+    from trl import chat_template_utils
+
+    template = shipped(spec.chat_template)
+    assert template == getattr(chat_template_utils, f"{spec.chat_template}_chat_template")
+    messages = [{"role": "system", "content": "S-MARK"}, {"role": "user", "content": "U-MARK"}]
+    prompt = render(template, messages)
+    between = prompt[prompt.index("S-MARK") + len("S-MARK") : prompt.index("U-MARK")]
+    assert spec.system_role == (between.strip() != ""), between  # folded: same turn
+    switch = spec.thinking_switch
+    if not switch:
+        return
+    on, off = (
+        render(template, messages, **{switch: True}),
+        render(template, messages, **{switch: False}),
+    )
+    assert on != off
+    assert spec.thinking == (prompt == on)  # the template's default is the model's
+    assert spec.prefills_think == on.rstrip().endswith("<think>")
+
+
+def test_models_trl_ships_no_template_for_are_named():
+    """The offline proof of these uses a stand-in ChatML template (the report says so)."""
+    missing = {s.hub_id for s in catalog.CATALOG.values() if not s.chat_template}
+    assert missing == {"microsoft/Phi-4-mini-instruct", "HuggingFaceTB/SmolLM3-3B"}

@@ -3,7 +3,7 @@
 import pytest
 from matrix import VALID, combinations, is_valid, name, refusal
 
-from grpo_template import catalog, tasks, tiers, tuning
+from grpo_template import catalog, memory, tasks, tiers, tuning
 from grpo_template.answers import Answers
 
 MATH = tasks.TASKS["math"]
@@ -29,6 +29,23 @@ def test_every_valid_plan_fits_and_has_valid_batch_arithmetic(combo):
         assert plan.memory.vllm == pytest.approx(
             plan.vllm_gpu_memory_utilization * plan.tier.memory_bytes
         )
+
+
+def every_task_of(combo) -> list[dict]:
+    """The baked matrix cycles tasks through model x tier x backend; the plan search is cheap,
+    so here every task meets every one of them."""
+    return [{**combo, "task_type": task} for task in tasks.TASKS]
+
+
+@pytest.mark.parametrize("combo", combinations(), ids=name)
+def test_every_task_plans_on_every_model_tier_and_backend(combo):
+    """Every (model, tier, task, backend): a plan with valid batch arithmetic, or a refusal."""
+    for each in every_task_of(combo):
+        if not is_valid(each):
+            continue
+        plan = answers_of(each).plan
+        assert plan.memory.peak <= plan.tier.memory_bytes * tuning.HEADROOM
+        assert plan.generation_batch_size % plan.num_generations == 0
 
 
 def test_every_combination_is_decided():
@@ -109,6 +126,50 @@ def test_multi_gpu_uses_a_server_and_shards_full_finetuning_when_needed():
     assert big.memory.optimizer < catalog.CATALOG["Qwen/Qwen2.5-7B-Instruct"].params * 4 / 4
 
 
+SEVEN_TO_EIGHT_B = [m for m in catalog.CATALOG.values() if 7e9 <= m.params <= 9e9]
+
+
+@pytest.mark.parametrize("gpus", [4, 8, 16])
+def test_full_finetuning_of_7_8b_models_on_one_node_is_a_zero_plan(gpus):
+    """DDP would hold weights, gradients, DDP's bucket copy of the gradients and AdamW state
+    (~86 GiB for a 7B model): too much for 80 GB, so the plan shards with DeepSpeed."""
+    assert len(SEVEN_TO_EIGHT_B) >= 3
+    node = tiers.TIERS["multi-gpu"].scaled(gpus, 1)
+    for model in SEVEN_TO_EIGHT_B:
+        plan = tuning.plan(model, node, MATH)
+        assert plan.mode == "full" and plan.distributed in ("zero2", "zero3"), model.hub_id
+        assert plan.memory.master_weights == pytest.approx(model.params * 4 / plan.processes)
+        assert plan.memory.optimizer == pytest.approx(model.params * 8 / plan.processes)
+
+
+def test_ddp_is_still_chosen_where_it_fits_and_counts_its_buckets():
+    node = tiers.TIERS["multi-gpu"].scaled(8, 1)
+    plan = tuning.plan(catalog.CATALOG["Qwen/Qwen2.5-3B-Instruct"], node, MATH)
+    assert plan.mode == "full" and plan.distributed == "ddp"
+    assert plan.memory.gradient_buckets == plan.memory.gradients > 0
+
+
+def test_two_gpus_train_in_one_process_beside_the_vllm_server():
+    node = tiers.TIERS["multi-gpu"].scaled(2, 1)
+    plan = tuning.plan(catalog.CATALOG["Qwen/Qwen2.5-7B-Instruct"], node, MATH)
+    assert plan.processes == 1 and plan.vllm_server_gpus == 1 and plan.distributed == "none"
+    assert plan.memory.gradient_buckets == 0 and plan.memory.master_weights == 0
+    assert plan.accelerate_config == "configs/accelerate/none.yaml"
+
+
+def test_single_gpu_tiers_use_no_accelerate_config():
+    plan = tuning.plan(catalog.CATALOG["Qwen/Qwen2.5-0.5B-Instruct"], tiers.TIERS["80GB"], MATH)
+    assert plan.distributed == "none" and plan.accelerate_config is None
+
+
+def test_qlora_is_never_sharded_with_zero3():
+    """4-bit weights under ZeRO-3 need bnb_4bit_quant_storage, which the recipe does not set."""
+    huge = catalog.custom_model("org/huge", 70)
+    for gpus, nodes, tier in ((8, 1, "multi-gpu"), (16, 1, "multi-gpu"), (8, 2, "multi-node")):
+        plan = tuning.plan(huge, tiers.TIERS[tier].scaled(gpus, nodes), MATH)
+        assert not (plan.mode == "qlora" and plan.distributed == "zero3")
+
+
 def test_custom_70b_needs_zero3_or_is_refused_with_multi_gpu_advice():
     huge = catalog.custom_model("org/huge", 70)
     node = tiers.TIERS["multi-gpu"].scaled(8, 1)
@@ -150,3 +211,67 @@ def test_unsloth_on_a_small_gpu_uses_fast_inference_when_it_fits():
     model = catalog.CATALOG["Qwen/Qwen2.5-1.5B-Instruct"]
     plan = tuning.plan(model, tiers.TIERS["24GB"], MATH, backend="unsloth")
     assert plan.fast_inference
+
+
+# --- thinking, hybrid attention and the late-2026 models --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("hub_id", "task", "thinks"),
+    [
+        ("Qwen/Qwen3.5-2B", "math", False),  # 2B and below default to no thinking
+        ("Qwen/Qwen3.5-4B", "math", True),  # 4B and up think, the template opens <think>
+        ("Qwen/Qwen3.5-4B", "json", False),  # JSON-only answers: thinking switched off
+        ("Qwen/Qwen3-8B", "json", False),
+        ("google/gemma-4-E2B-it", "math", False),
+        ("Qwen/Qwen2.5-1.5B-Instruct", "math", False),  # no switch at all
+    ],
+)
+def test_thinking_follows_the_models_default_and_the_tasks_format(hub_id, task, thinks):
+    model, spec = catalog.CATALOG[hub_id], tasks.TASKS[task]
+    plan = tuning.plan(model, tiers.TIERS["80GB"], spec)
+    assert plan.thinking is thinks
+    expected = {model.thinking_switch: thinks} if model.thinking_switch else {}
+    assert plan.chat_template_kwargs == expected
+    plain = tuning._round_tokens(spec.completion_tokens * tuning.POLICIES["80GB"].length_scale)
+    assert plan.max_completion_length == (2 * plain if thinks else plain)
+
+
+def test_qwen3_5_is_never_trained_in_4_bits():
+    """Its fine-tuning guide advises against QLoRA: a tier too small for bf16 LoRA refuses."""
+    for model in (m for m in catalog.CATALOG.values() if m.family == "qwen3.5"):
+        for tier in (t for t in tiers.TIERS.values() if not t.scalable):
+            if tuning._fits(model, tier, MATH, "transformers"):
+                assert tuning.plan(model, tier, MATH).mode != "qlora"
+    with pytest.raises(tuning.DoesNotFit):
+        tuning.plan(catalog.CATALOG["Qwen/Qwen3.5-9B"], tiers.TIERS["24GB"], MATH)
+
+
+def test_a_hybrid_plan_counts_keys_and_values_of_its_full_attention_layers_only():
+    """Qwen3.5-4B on 24 GB generates with transformers: its generation cache is 8 full-attention
+    layers' K/V plus the fixed linear-attention state, a fraction of 32 layers' K/V."""
+    import dataclasses
+
+    model = catalog.CATALOG["Qwen/Qwen3.5-4B"]
+    plan = tuning.plan(model, tiers.TIERS["24GB"], MATH)
+    assert plan.vllm_mode is None
+    sequences = plan.per_device_train_batch_size * plan.gradient_accumulation_steps
+    tokens = plan.max_prompt_tokens + plan.max_completion_length
+    assert plan.memory.generation == memory.kv_cache_bytes(model, sequences, tokens)
+    state = model.linear_state.bytes_per_sequence(2)
+    assert plan.memory.generation == sequences * (tokens * 32 * 1024 + state)
+    naive = dataclasses.replace(model, full_attention_layers=None, linear_state=None)
+    assert memory.kv_cache_bytes(naive, sequences, tokens) == sequences * tokens * 128 * 1024
+
+
+def test_unsloth_generates_without_vllm_where_its_fast_inference_does_not_serve_the_model():
+    lfm = tuning.plan(catalog.CATALOG["LiquidAI/LFM2.5-1.2B-Instruct"], tiers.TIERS["24GB"],
+                      MATH, backend="unsloth")  # fmt: skip
+    assert not lfm.fast_inference
+
+
+def test_moe_fits_only_where_all_experts_do():
+    moe = catalog.CATALOG["nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"]
+    assert not tuning._fits(moe, tiers.TIERS["48GB"], MATH, "transformers")
+    plan = tuning.plan(moe, tiers.TIERS["80GB"], MATH)
+    assert plan.memory.weights >= moe.expert_params * 2

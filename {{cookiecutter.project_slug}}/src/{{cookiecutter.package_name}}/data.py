@@ -12,16 +12,12 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UserError
+from .errors import DataError, UserError  # noqa: F401 (DataError is re-exported)
 from .tasks import TASK
 
 logger = logging.getLogger(__name__)
 
 LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
-
-
-class DataError(UserError):
-    """The data cannot be used as configured."""
 
 
 def is_local(name: str) -> bool:
@@ -110,8 +106,10 @@ def _read_jsonl(path: Path) -> list[dict]:
 def _cell_problem(value) -> str | None:
     """Why a cell cannot be used (None if fine): text, a number, a list of texts (e.g. unit
     tests) or a chat (list of {role, content} messages)."""
-    if isinstance(value, bool) or value is None:
-        return f"is {type(value).__name__}, expected text"
+    if value is None:
+        return "is empty (null, or missing from this row)"
+    if isinstance(value, bool):
+        return f"is {str(value).lower()}, expected text"
     if isinstance(value, str | int | float):
         return None if str(value).strip() else "is empty"
     if isinstance(value, list):
@@ -123,6 +121,14 @@ def _cell_problem(value) -> str | None:
             return None
         return "is a list of mixed items, expected texts or chat messages"
     return f"is {type(value).__name__}, expected text"
+
+
+def where(source: str, index: int) -> str:
+    """A data row for an error message: `file row N`, with the line for a CSV (its header is
+    line 1)."""
+    if Path(source).suffix.lower() == ".csv":
+        return f"{source} row {index + 1} (line {index + 2})"
+    return f"{source} row {index + 1}"
 
 
 def validate_columns(
@@ -140,14 +146,14 @@ def validate_columns(
         if column not in available:
             raise DataError(
                 f"{source}: column '{column}' not found (columns: {', '.join(available)}); "
-                f"set {setting} in configs/grpo.yaml or --{setting} on the command line"
+                f"set {setting} in configs/local.yaml (your settings) or pass --{setting}"
             )
         for index, value in enumerate(rows[column]):
             problem = _cell_problem(value)
             if problem == "is empty" and column in may_be_empty:
                 continue
             if problem:
-                raise DataError(f"{source} row {index + 1}: column '{column}' {problem}")
+                raise DataError(f"{where(source, index)}: column '{column}' {problem}")
 
 
 @dataclass(frozen=True)
@@ -199,16 +205,21 @@ def _extra_columns(task_args) -> dict[str, str]:
     return {name: getattr(task_args, setting) for name, setting in TASK.columns(task_args).items()}
 
 
-def prompt_token_count(tokenizer, messages: list[dict]) -> int:
-    """Tokens of the chat-formatted prompt, generation prompt included (as TRL will see it)."""
-    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+def prompt_token_count(tokenizer, messages: list[dict], chat_template_kwargs=None) -> int:
+    """Tokens of the chat-formatted prompt, generation prompt included (as TRL will see it: with
+    the recipe's chat_template_kwargs, e.g. a thinking prefill)."""
+    text = tokenizer.apply_chat_template(
+        messages, add_generation_prompt=True, tokenize=False, **(chat_template_kwargs or {})
+    )
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def filter_long_prompts(rows, tokenizer, max_prompt_tokens: int):
+def filter_long_prompts(rows, tokenizer, max_prompt_tokens: int, chat_template_kwargs=None):
     """Drop rows whose prompt is longer than `max_prompt_tokens`; TRL would not truncate them."""
     counted = rows.map(
-        lambda row: {"_prompt_tokens": prompt_token_count(tokenizer, row["prompt"])},
+        lambda row: {
+            "_prompt_tokens": prompt_token_count(tokenizer, row["prompt"], chat_template_kwargs)
+        },
         desc="Counting prompt tokens",
     )
     lengths = counted["_prompt_tokens"]
@@ -255,7 +266,8 @@ def load_training_rows(script_args, task_args, split: str | None = None):
     return rows
 
 
-def prepare(rows, tokenizer, script_args, task_args):
-    """Conversational prompts, filtered to `max_prompt_tokens`."""
+def prepare(rows, tokenizer, script_args, task_args, chat_template_kwargs=None):
+    """Conversational prompts, filtered to `max_prompt_tokens` (measured as the recipe's
+    `chat_template_kwargs` render them)."""
     rows = to_conversations(rows, script_args, task_args)
-    return filter_long_prompts(rows, tokenizer, script_args.max_prompt_tokens)
+    return filter_long_prompts(rows, tokenizer, script_args.max_prompt_tokens, chat_template_kwargs)

@@ -63,8 +63,24 @@ def evaluation_rows(recipe, split: str | None, limit: int):
     rows = data.load_training_rows(script_args, task_args, split or script_args.dataset_test_split)
     rows = rows.select(range(min(limit, len(rows))))
     tokenizer = modeling.load_tokenizer(recipe.model, recipe.training.trust_remote_code)
-    rows, _ = data.prepare(rows, tokenizer, script_args, task_args)
+    kwargs = recipe.training.chat_template_kwargs
+    rows, _ = data.prepare(rows, tokenizer, script_args, task_args, kwargs)
     return [dict(row) for row in rows]
+
+
+def held_out(recipe, split: str | None, trained: Path) -> bool:
+    """Whether the evaluation data differs from what the model trained on (the run record's
+    data, else the recipe's own training data). A local file has no splits: all of it trained."""
+    from .data import is_local
+
+    record = trained / "run_record.json"
+    train = json.loads(record.read_text(encoding="utf-8"))["recipe"] if record.is_file() else {}
+    train_data = train.get("dataset_name", recipe.script.dataset_name)
+    train_split = train.get("dataset_train_split", recipe.script.dataset_train_split)
+    data, split = recipe.script.dataset_name, split or recipe.script.dataset_test_split
+    if data != train_data:
+        return True
+    return not is_local(data) and split != train_split
 
 
 def metric_functions(settings: dict):
@@ -89,7 +105,10 @@ def completions_for(model_path, rows, args, max_new_tokens: int, samples: int = 
     label = f"{Path(str(model_path)).name}: {'greedy' if not temperature else f'{samples} samples'}"
     for batch in track(batches, description=label, transient=True):
         conversations = [row["prompt"] for row in batch for _ in range(samples)]
-        texts = generate(model, tokenizer, conversations, max_new_tokens, temperature)
+        texts = generate(
+            model, tokenizer, conversations, max_new_tokens, temperature,
+            args.chat_template_kwargs,
+        )  # fmt: skip
         outputs += [texts[i : i + samples] for i in range(0, len(texts), samples)]
     return outputs
 
@@ -145,6 +164,11 @@ def report_table(results: dict[str, dict], rows: int, args) -> str:
         label = metric if metric.startswith("pass@") else f"{metric} (greedy)"
         lines.append("| " + " | ".join([label, *cells]) + " |")
     note = f"{rows} held-out prompts"
+    if not args.held_out:
+        note = (
+            f"{rows} prompts of the TRAINING data (not held out: pass held-out data with "
+            "--dataset_name FILE, or a Hub split with --split)"
+        )
     if args.pass_k > 1:
         note += f"; pass@{args.pass_k} samples at temperature {args.temperature:g}"
     return "\n".join(lines) + f"\n\n{note}.\n"
@@ -153,6 +177,7 @@ def report_table(results: dict[str, dict], rows: int, args) -> str:
 def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
     args, overrides = parse_args(argv)
     recipe = recipe_from(args, overrides, read_only=True)
+    args.chat_template_kwargs = recipe.training.chat_template_kwargs  # as TRL renders prompts
     max_new_tokens = args.max_new_tokens or recipe.training.max_completion_length
     settings = {**recipe.reward_settings(), "max_completion_length": max_new_tokens}
     trained = args.model or Path(recipe.training.output_dir)
@@ -161,6 +186,13 @@ def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
     models = {} if args.no_base else {"base": args.base or recipe.model.model_name_or_path}
     models["trained"] = str(trained)
     metrics = metric_functions(settings)
+    args.held_out = held_out(recipe, args.split, Path(trained))
+    if not args.held_out:
+        logger.warning(
+            "evaluating on the data the model trained on (%s): the scores are not held out; "
+            "pass held-out data with --dataset_name FILE (or --split for a Hub dataset)",
+            recipe.script.dataset_name,
+        )
     rows = evaluation_rows(recipe, args.split, args.limit)
     results, predictions = {}, []
     for name, path in models.items():

@@ -67,6 +67,7 @@ def parse_args(argv: Sequence[str] | None):
             )
     if args.system_prompt is None:
         args.system_prompt = args.recipe.script.system_prompt
+    args.chat_template_kwargs = args.recipe.training.chat_template_kwargs
     args.prompt_column = args.recipe.script.prompt_column
     return args
 
@@ -110,12 +111,13 @@ def infer(argv: Sequence[str] | None = None) -> list[str]:
     for batch in steps:
         conversations = [chat(p, args.system_prompt) for p in batch]
         if fast:
-            texts = prompt_texts(tokenizer, conversations)
+            texts = prompt_texts(tokenizer, conversations, args.chat_template_kwargs)
             completions += fast(texts, args.max_new_tokens, args.temperature)
             continue
         completions += generate(
-            model, tokenizer, conversations, args.max_new_tokens, args.temperature
-        )
+            model, tokenizer, conversations, args.max_new_tokens, args.temperature,
+            args.chat_template_kwargs,
+        )  # fmt: skip
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         with args.output.open("w", encoding="utf-8") as handle:

@@ -47,10 +47,22 @@ def load_tokenizer_for(path: Path):
     return ready_for_generation(AutoTokenizer.from_pretrained(source))
 
 
+def model_class(name_or_path: str):
+    """The class TRL trains a checkpoint as: the first of its `config.architectures` (TRL's
+    `create_model_from_path`). A LoRA adapter is named after that class's modules, so it must be
+    loaded onto the same class: AutoModelForCausalLM gives Qwen3.5's vision-language checkpoint
+    the text-only Qwen3_5ForCausalLM, whose module names the adapter does not match."""
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    architectures = AutoConfig.from_pretrained(name_or_path).architectures or []
+    found = getattr(transformers, architectures[0], None) if architectures else None
+    return found or AutoModelForCausalLM
+
+
 def load_model_for_inference(path: Path, dtype: str = "auto", device: str | None = None):
     """A model ready for generation: a merged/full model folder, or base + LoRA adapter."""
     import torch
-    from transformers import AutoModelForCausalLM
 
     if path.exists():
         check_model_dir(path)
@@ -60,10 +72,11 @@ def load_model_for_inference(path: Path, dtype: str = "auto", device: str | None
         if is_adapter(path):
             from peft import PeftModel
 
-            base = AutoModelForCausalLM.from_pretrained(base_model_of(path), dtype=torch_dtype)
+            base_name = base_model_of(path)
+            base = model_class(base_name).from_pretrained(base_name, dtype=torch_dtype)
             model = PeftModel.from_pretrained(base, str(path))
         else:
-            model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype)
+            model = model_class(str(path)).from_pretrained(str(path), dtype=torch_dtype)
     except OSError as err:
         raise UserError(f"cannot load the model '{path}' (a folder or Hub id): {err}") from err
     return model.to(device).eval()
@@ -77,10 +90,14 @@ def chat(prompt: str, system_prompt: str = "") -> list[dict]:
     return messages
 
 
-def prompt_texts(tokenizer, conversations: list[list[dict]]) -> list[str]:
-    """The conversations rendered by the chat template, ready for the assistant's turn."""
+def prompt_texts(
+    tokenizer, conversations: list[list[dict]], chat_template_kwargs: dict | None = None
+) -> list[str]:
+    """The conversations rendered by the chat template, ready for the assistant's turn, with the
+    recipe's `chat_template_kwargs` (e.g. enable_thinking), as TRL renders training prompts."""
+    kwargs = chat_template_kwargs or {}
     return [
-        tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
+        tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False, **kwargs)
         for c in conversations
     ]
 
@@ -91,11 +108,12 @@ def generate(
     conversations: list[list[dict]],
     max_new_tokens: int = 256,
     temperature: float = 0.0,
+    chat_template_kwargs: dict | None = None,
 ) -> list[str]:
     """Completions for a batch of conversations; greedy when temperature is 0."""
     import torch
 
-    texts = prompt_texts(tokenizer, conversations)
+    texts = prompt_texts(tokenizer, conversations, chat_template_kwargs)
     inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
     inputs = inputs.to(model.device)
     sampling = (

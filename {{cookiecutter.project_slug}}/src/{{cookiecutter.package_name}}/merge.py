@@ -80,6 +80,7 @@ def parse_args(argv: Sequence[str] | None):
     args.run_dir = args.run_dir or Path(recipe.training.output_dir)
     args.output = args.output or args.run_dir / "merged"
     args.system_prompt = recipe.script.system_prompt
+    args.chat_template_kwargs = recipe.training.chat_template_kwargs
     return args
 
 
@@ -94,10 +95,11 @@ def merge(argv: Sequence[str] | None = None) -> Path:
 
     expected = base = None
     if not args.no_check:
-        expected = generate(model, tokenizer, prompts, args.max_new_tokens)
+        kwargs = args.chat_template_kwargs
+        expected = generate(model, tokenizer, prompts, args.max_new_tokens, 0.0, kwargs)
         if is_adapter(args.run_dir):
             with model.disable_adapter():
-                base = generate(model, tokenizer, prompts, args.max_new_tokens)
+                base = generate(model, tokenizer, prompts, args.max_new_tokens, 0.0, kwargs)
     if is_adapter(args.run_dir):
         logger.info("merging the adapter into %s", base_model_of(args.run_dir))
 
@@ -119,7 +121,9 @@ def merge(argv: Sequence[str] | None = None) -> Path:
 def verify(staging: Path, tokenizer, prompts, expected, base, args, device) -> None:
     """Reload the saved folder from disk and compare its greedy outputs with the adapter's."""
     reloaded = load_model_for_inference(staging, args.dtype, device)
-    got = generate(reloaded, tokenizer, prompts, args.max_new_tokens)
+    got = generate(
+        reloaded, tokenizer, prompts, args.max_new_tokens, 0.0, args.chat_template_kwargs
+    )
     mismatches = [i for i, (a, b) in enumerate(zip(expected, got, strict=True)) if a != b]
     if mismatches:
         i = mismatches[0]

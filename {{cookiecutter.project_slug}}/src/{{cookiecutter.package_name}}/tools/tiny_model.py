@@ -2,9 +2,14 @@
 
 `python -m {{ cookiecutter.package_name }}.tools.tiny_model OUT_DIR`
 writes a ~200k-parameter model of the same architecture family as the project's real model (so
-LoRA target modules match) and a byte-level BPE tokenizer trained on the sample data, with a
-ChatML chat template. Point `model_name_or_path` at OUT_DIR to run train, merge or infer without
-the Hugging Face Hub.
+LoRA target modules match, and a vision-language checkpoint keeps its towers) and a byte-level
+BPE tokenizer trained on the sample data. The tokenizer carries the real model's chat template,
+read from the installed TRL package (`trl/chat_templates/`, TRL's exact copies of the templates
+checkpoints ship), and the special tokens that template writes, so offline runs render prompts
+exactly as the real model would: prefilled `<think>`, folded system prompts, dated headers.
+GRPO uses the checkpoint's own template (TRL swaps in its `_training` variants only when tools
+are passed, which this project does not), so that is the one copied. Point
+`model_name_or_path` at OUT_DIR to run train, merge or infer without the Hugging Face Hub.
 """
 
 from __future__ import annotations
@@ -12,19 +17,95 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..project import SAMPLE_DATA, TINY_ARCH
+from ..project import CHAT_TEMPLATE, SAMPLE_DATA, TINY_ARCH
 
-# The last three are only used by the multimodal gemma3 tower (image placeholders).
-SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|image|>", "<|boi|>", "<|eoi|>"]
-ARCHITECTURES = ("qwen2", "qwen3", "llama", "phi3", "gemma3_text", "gemma3")
+
+@dataclass(frozen=True)
+class TemplateTokens:
+    """The special tokens a chat template writes: kept whole by the tokenizer and dropped by
+    `skip_special_tokens` (as TRL decodes completions), and which of them end a turn (eos: where
+    generation stops), pad and begin the text (bos, where the template writes bos_token)."""
+
+    special: tuple[str, ...]
+    eos: str
+    pad: str | None  # None: the real tokenizer has no pad token (the project pads with eos)
+    bos: str | None = None
+
+    @property
+    def all(self) -> list[str]:
+        named = [t for t in (self.eos, self.pad, self.bos) if t]
+        return list(dict.fromkeys([*named, *self.special]))
+
+
+_CHATML = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+_QWEN = TemplateTokens(_CHATML, "<|im_end|>", "<|endoftext|>")
+_QWEN_VL = ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")
+_LLAMA3 = TemplateTokens(
+    ("<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
+     "<|eom_id|>", "<|python_tag|>"),
+    "<|eot_id|>", None, "<|begin_of_text|>",
+)  # fmt: skip
+# Gemma 3: image placeholders of the multimodal checkpoint (4B) included.
+_GEMMA3_IMAGE = ("<start_of_image>", "<end_of_image>", "<image_soft_token>")
+# Gemma 4: image / audio placeholders and their begin/end markers (the config's token ids).
+_GEMMA4_MEDIA = ("<|image|>", "<|audio|>", "<|video|>", "<|image>", "<image|>", "<|audio>",
+                 "<audio|>")  # fmt: skip
+# By the template's TRL file stem ("": the stand-in for a model TRL ships no template of).
+TOKENS: dict[str, TemplateTokens] = {
+    "": _QWEN,
+    "qwen2_5": _QWEN,
+    "qwen3": _QWEN,
+    "qwen3_5_think": TemplateTokens(_CHATML + _QWEN_VL, "<|im_end|>", "<|endoftext|>"),
+    "qwen3_5_nothink": TemplateTokens(_CHATML + _QWEN_VL, "<|im_end|>", "<|endoftext|>"),
+    "llama3_1": _LLAMA3,
+    "llama3_2": _LLAMA3,
+    "gemma3": TemplateTokens(
+        ("<bos>", "<eos>", "<pad>", "<start_of_turn>", "<end_of_turn>", *_GEMMA3_IMAGE),
+        "<end_of_turn>", "<pad>", "<bos>",
+    ),
+    "gemma4_v5": TemplateTokens(
+        ("<bos>", "<eos>", "<pad>", "<|turn>", "<turn|>", "<|think|>", "<|channel>", "<channel|>",
+         "<|tool>", "<tool|>", "<|tool_call>", "<tool_call|>", "<|tool_response>",
+         "<tool_response|>", '<|"|>', *_GEMMA4_MEDIA),
+        "<turn|>", "<pad>", "<bos>",
+    ),
+    "lfm2_2_5_v2": TemplateTokens(
+        ("<|startoftext|>", "<|im_start|>", "<|im_end|>", "<|pad|>", "<|tool_call_start|>",
+         "<|tool_call_end|>", "<image>"),
+        "<|im_end|>", "<|pad|>", "<|startoftext|>",
+    ),
+    "nemotron_3_nano": _QWEN,
+}  # fmt: skip
+MULTIMODAL = ("gemma3", "qwen3_5", "gemma4")
+ARCHITECTURES = (
+    "qwen2", "qwen3", "llama", "phi3", "gemma3_text", "gemma3", "qwen3_5", "gemma4", "smollm3",
+    "lfm2", "nemotron_h",
+)  # fmt: skip
 # Words every task's prompts and ideal completions use, so they tokenize compactly.
 SEED_TEXT = (
     "<think> </think> <answer> </answer> ```python ``` ```json ``` \\boxed{} \\frac{}{} "
     "0 1 2 3 4 5 6 7 8 9 + - * / = ( ) [ ] { } , . : ; ' \" true false null yes no "
     "def return assert import the answer is step by step"
 )
+STAND_IN_TEMPLATE = Path(__file__).with_name("tiny_chat_template.jinja")
+
+
+def chat_template_text(name: str = CHAT_TEMPLATE) -> str:
+    """The chat template `name` as TRL ships it ("": the stand-in ChatML template)."""
+    if not name:
+        return STAND_IN_TEMPLATE.read_text(encoding="utf-8")
+    from importlib import resources
+
+    path = resources.files("trl") / "chat_templates" / f"{name}.jinja"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the installed TRL has no chat template {name}.jinja; install the project's pinned "
+            "TRL (`make install`)"
+        )
+    return path.read_text(encoding="utf-8")
 
 
 def _corpus(sample_file: Path) -> Iterator[str]:
@@ -46,35 +127,46 @@ def _strings(value) -> Iterator[str]:
             yield from _strings(item)
 
 
-def build_tokenizer(sample_file: Path = Path(SAMPLE_DATA), vocab_size: int = 1024):
-    """Byte-level BPE (any text encodes) trained in memory; left padding, ChatML template."""
+def build_tokenizer(
+    sample_file: Path = Path(SAMPLE_DATA),
+    vocab_size: int = 1024,
+    template: str = CHAT_TEMPLATE,
+):
+    """Byte-level BPE (any text encodes) trained in memory; left padding; the real model's chat
+    template and the special tokens it writes."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
+    tokens = TOKENS[template]
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=tokens.all,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tokenizer.train_from_iterator(_corpus(sample_file), trainer)
     wrapped = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
+        eos_token=tokens.eos,
+        pad_token=tokens.pad,
+        bos_token=tokens.bos,
         padding_side="left",
     )
-    template = Path(__file__).with_name("tiny_chat_template.jinja").read_text(encoding="utf-8")
-    wrapped.chat_template = template
+    wrapped.chat_template = chat_template_text(template)
     return wrapped
+
+
+def _token_id(tokenizer, token: str) -> int:
+    return tokenizer.convert_tokens_to_ids(token)
 
 
 def _config(arch: str, tokenizer):
     from transformers import AutoConfig
 
+    pad = tokenizer.pad_token_id
     common = {
         "vocab_size": len(tokenizer),
         "hidden_size": 64,
@@ -84,24 +176,53 @@ def _config(arch: str, tokenizer):
         "num_key_value_heads": 2,
         "max_position_embeddings": 2048,
         "tie_word_embeddings": True,
-        "pad_token_id": tokenizer.pad_token_id,
+        "pad_token_id": pad if pad is not None else tokenizer.eos_token_id,
         "eos_token_id": tokenizer.eos_token_id,
-        "bos_token_id": None,
+        "bos_token_id": tokenizer.bos_token_id,
         # Wider than the usual 0.02 so greedy decoding of the random model prints varied words
         # rather than one repeated whitespace token.
         "initializer_range": 0.1,
     }
-    if arch in ("qwen3", "llama"):
+    if arch in ("qwen3", "llama", "smollm3"):
         common["head_dim"] = 16
     if arch == "gemma3_text":
         common.update(head_dim=16, sliding_window=128)
-    if arch == "gemma3":
-        # Gemma 3 4B is multimodal: a text tower plus a (here minimal) vision tower.
-        text = {
-            k: v
-            for k, v in common.items()
-            if k not in ("pad_token_id", "bos_token_id", "initializer_range")
-        }
+    if arch == "lfm2":  # one short-convolution block, one attention block
+        common.update(layer_types=["conv", "full_attention"], block_auto_adjust_ff_dim=False)
+    if arch == "nemotron_h":  # Mamba-2, mixture of experts, attention, MLP blocks
+        common.update(
+            num_hidden_layers=4,
+            layers_block_type=["mamba", "moe", "attention", "mlp"],
+            head_dim=16,
+            mamba_num_heads=4,
+            mamba_head_dim=16,
+            ssm_state_size=16,
+            n_groups=2,
+            n_routed_experts=4,
+            num_experts_per_tok=2,
+            moe_intermediate_size=32,
+            moe_shared_expert_intermediate_size=32,
+        )
+    if arch in ("gemma3", "qwen3_5", "gemma4"):
+        return _multimodal_config(arch, common, tokenizer)
+    return AutoConfig.for_model(arch, **common)
+
+
+def _multimodal_config(arch: str, common: dict, tokenizer):
+    """A vision-language checkpoint: the text tower plus (here minimal) vision/audio towers, so
+    the tiny model loads as the same class as the real one and LoRA must avoid the towers."""
+    from transformers import AutoConfig
+
+    top = (
+        "pad_token_id",
+        "bos_token_id",
+        "eos_token_id",
+        "initializer_range",
+        "tie_word_embeddings",
+    )
+    text = {k: v for k, v in common.items() if k not in top or k.endswith("token_id")}
+    ids = {"pad_token_id": common["pad_token_id"], "eos_token_id": common["eos_token_id"]}
+    if arch == "gemma3":  # Gemma 3 4B
         text.update(head_dim=16, sliding_window=128)
         vision = {
             "hidden_size": 16,
@@ -117,14 +238,86 @@ def _config(arch: str, tokenizer):
             text_config=text,
             vision_config=vision,
             mm_tokens_per_image=4,
-            image_token_index=tokenizer.convert_tokens_to_ids("<|image|>"),
-            boi_token_index=tokenizer.convert_tokens_to_ids("<|boi|>"),
-            eoi_token_index=tokenizer.convert_tokens_to_ids("<|eoi|>"),
+            image_token_index=_token_id(tokenizer, "<image_soft_token>"),
+            boi_token_index=_token_id(tokenizer, "<start_of_image>"),
+            eoi_token_index=_token_id(tokenizer, "<end_of_image>"),
             tie_word_embeddings=True,
-            pad_token_id=tokenizer.pad_token_id,
-            eos_token_id=tokenizer.eos_token_id,
+            **ids,
         )
-    return AutoConfig.for_model(arch, **common)
+    if arch == "qwen3_5":  # Qwen3.5: Gated DeltaNet and full-attention layers, a ViT tower
+        text.update(
+            head_dim=16,
+            layer_types=["linear_attention", "full_attention"],
+            linear_num_key_heads=2,
+            linear_num_value_heads=4,
+            linear_key_head_dim=16,
+            linear_value_head_dim=16,
+        )
+        vision = {
+            "depth": 1,
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_heads": 2,
+            "out_hidden_size": common["hidden_size"],
+            "num_position_embeddings": 16,
+        }
+        return AutoConfig.for_model(
+            "qwen3_5",
+            initializer_range=0.1,
+            text_config=text,
+            vision_config=vision,
+            image_token_id=_token_id(tokenizer, "<|image_pad|>"),
+            video_token_id=_token_id(tokenizer, "<|video_pad|>"),
+            vision_start_token_id=_token_id(tokenizer, "<|vision_start|>"),
+            vision_end_token_id=_token_id(tokenizer, "<|vision_end|>"),
+            tie_word_embeddings=True,
+        )
+    # Gemma 4 E2B/E4B: sliding and full layers (the last two reusing the first two's K/V; the
+    # last layer is a full one), per-layer embeddings, soft-capped logits, vision and audio.
+    text.update(
+        num_hidden_layers=4,
+        layer_types=["sliding_attention", "full_attention"] * 2,
+        head_dim=16,
+        sliding_window=128,
+        num_kv_shared_layers=2,
+        hidden_size_per_layer_input=8,
+        vocab_size_per_layer_input=len(tokenizer),
+        final_logit_softcapping=30.0,
+    )
+    vision = {
+        "hidden_size": 16,
+        "intermediate_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "head_dim": 8,
+        "position_embedding_size": 64,
+        "patch_size": 4,
+        "pooling_kernel_size": 2,
+    }
+    audio = {
+        "hidden_size": 16,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "subsampling_conv_channels": [4, 4],
+        "output_proj_dims": 16,
+        "conv_kernel_size": 3,
+    }
+    return AutoConfig.for_model(
+        "gemma4",
+        initializer_range=0.1,
+        text_config=text,
+        vision_config=vision,
+        audio_config=audio,
+        image_token_id=_token_id(tokenizer, "<|image|>"),
+        video_token_id=_token_id(tokenizer, "<|video|>"),
+        audio_token_id=_token_id(tokenizer, "<|audio|>"),
+        boi_token_id=_token_id(tokenizer, "<|image>"),
+        eoi_token_id=_token_id(tokenizer, "<image|>"),
+        boa_token_id=_token_id(tokenizer, "<|audio>"),
+        eoa_token_index=_token_id(tokenizer, "<audio|>"),
+        tie_word_embeddings=True,
+    )
 
 
 def _mute_whitespace_tokens(model, tokenizer) -> None:
@@ -138,19 +331,24 @@ def _mute_whitespace_tokens(model, tokenizer) -> None:
         model.get_input_embeddings().weight[blank] = 0.0
 
 
-def build_tiny_model(out_dir: Path, arch: str = TINY_ARCH, seed: int = 0) -> Path:
+def build_tiny_model(
+    out_dir: Path, arch: str = TINY_ARCH, seed: int = 0, template: str = CHAT_TEMPLATE
+) -> Path:
     """Write the tiny model and tokenizer to `out_dir` (created; overwritten if present)."""
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown tiny architecture '{arch}'; choose one of {ARCHITECTURES}")
-    tokenizer = build_tokenizer()
+    tokenizer = build_tokenizer(template=template)
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(_config(arch, tokenizer))
+    # A vision-language checkpoint is saved as its ConditionalGeneration class, as the real one
+    # is (for Qwen3.5 AutoModelForCausalLM would build the text-only Qwen3_5ForCausalLM).
+    auto = AutoModelForImageTextToText if arch in MULTIMODAL else AutoModelForCausalLM
+    model = auto.from_config(_config(arch, tokenizer))
     _mute_whitespace_tokens(model, tokenizer)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.pad_token_id = model.config.get_text_config().pad_token_id
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)

@@ -1,0 +1,110 @@
+"""The offline tiny model stands in for the real one: the real chat template, the special tokens
+it writes, the same model class, and rewards that credit ideal completions as the model emits
+them through that template (thinking prefilled or not)."""
+
+from importlib import resources
+
+import pytest
+
+from {{ cookiecutter.package_name }} import inference, project
+from {{ cookiecutter.package_name }}.tasks import TASK
+from {{ cookiecutter.package_name }}.tools import reward_debug, tiny_model
+
+REAL_TEMPLATE = bool(project.CHAT_TEMPLATE)
+
+
+@pytest.mark.skipif(not REAL_TEMPLATE, reason="TRL ships no chat template for this model")
+def test_the_tiny_tokenizer_carries_the_real_models_chat_template(tiny_tokenizer):
+    """Byte for byte the file TRL ships, and the copy TRL compares tokenizers against to
+    recognise the model (trl.chat_template_utils)."""
+    from trl import chat_template_utils
+
+    name = project.CHAT_TEMPLATE
+    shipped = resources.files("trl") / "chat_templates" / f"{name}.jinja"
+    assert tiny_tokenizer.chat_template == shipped.read_text(encoding="utf-8")
+    assert tiny_tokenizer.chat_template == getattr(chat_template_utils, f"{name}_chat_template")
+
+
+def test_the_templates_special_tokens_are_single_tokens(tiny_tokenizer, sample_rows, recipe):
+    """A prompt encodes each structural token of the template as one token, round-trips, and
+    loses only those tokens when decoded the way TRL decodes completions."""
+    tokens = tiny_model.TOKENS[project.CHAT_TEMPLATE]
+    for token in tokens.all:
+        assert len(tiny_tokenizer(token, add_special_tokens=False)["input_ids"]) == 1, token
+    assert tiny_tokenizer.eos_token == tokens.eos
+    kwargs = recipe.training.chat_template_kwargs or {}
+    prompt = inference.prompt_texts(tiny_tokenizer, [sample_rows[0]["prompt"]], kwargs)[0]
+    ids = tiny_tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    assert tiny_tokenizer.decode(ids) == prompt
+    plain = tiny_tokenizer.decode(ids, skip_special_tokens=True)
+    assert not any(token in plain for token in tokens.special)
+
+
+def emitted(tokenizer, messages: list[dict], ideal: str, kwargs: dict) -> str:
+    """What the model writes after the generation prompt for an ideal answer, decoded as TRL
+    decodes completions: the template's own rendering of the turn when it extends the prompt
+    (minus any `<think>` the prompt already opened), else the ideal text after the prefill."""
+    prompt = tokenizer.apply_chat_template(
+        messages, add_generation_prompt=True, tokenize=False, **kwargs
+    )
+    turn = [*messages, {"role": "assistant", "content": ideal}]
+    full = tokenizer.apply_chat_template(turn, tokenize=False, **kwargs)
+    if full.startswith(prompt):
+        text = full[len(prompt) :]
+    else:  # the template re-renders a finished turn (e.g. a prefilled empty thinking block)
+        text = ideal
+        head = ideal.lstrip()
+        for size in range(len(head), 0, -1):  # the ideal's start that the prompt already holds
+            if head[:size].strip() and prompt.rstrip().endswith(head[:size].rstrip()):
+                text = head[size:]
+                break
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    return tokenizer.decode(ids, skip_special_tokens=True)
+
+
+def test_ideal_completions_through_the_template_get_full_reward(
+    tiny_tokenizer, sample_rows, recipe
+):
+    """Each sample row's ideal completion, as the model would emit it after this template's
+    generation prompt (which may open `<think>`, close an empty thinking block or fold the
+    system prompt), reaches the top of every reward of the recipe."""
+    kwargs = recipe.training.chat_template_kwargs or {}
+    pairs = []
+    for index, row in enumerate(sample_rows):
+        ideal = TASK.ideal_completion(row, recipe.task)
+        pairs.append((index, emitted(tiny_tokenizer, row["prompt"], ideal, kwargs)))
+    for scores in reward_debug.score(recipe, sample_rows, pairs):
+        below = [
+            (pairs[i][1][:200], value)
+            for i, value in enumerate(scores.values)
+            if value is None or value < scores.high - 1e-9
+        ]
+        assert not below, f"{scores.name} (top {scores.high}) with {kwargs}: {below[:2]}"
+
+
+def test_an_adapter_reloads_onto_the_class_trl_trains(tiny_model_dir, recipe, tmp_path):
+    """TRL builds the class named in the checkpoint's config (a vision-language checkpoint keeps
+    its towers); LoRA reaches only the language model, and the saved adapter loaded back for
+    merge/infer/evaluate changes the outputs exactly as it did in training."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from trl.trainer.utils import create_model_from_path
+
+    model = create_model_from_path(str(tiny_model_dir), dtype="float32")
+    assert type(model).__name__ == model.config.architectures[0]
+    # The recipe's targets as TRL's ModelConfig holds them (a one-item list is one regex).
+    config = LoraConfig(
+        r=4, target_modules=recipe.model.lora_target_modules, init_lora_weights=False
+    )
+    trained = get_peft_model(model, config)
+    adapted = [name for name, module in trained.named_modules() if hasattr(module, "lora_A")]
+    assert adapted
+    towers = ("visual", "vision_tower", "audio_tower", "multi_modal_projector", "embed_vision")
+    assert not [name for name in adapted if any(tower in name for tower in towers)]
+    trained.save_pretrained(tmp_path / "adapter")
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6]])
+    reloaded = inference.load_model_for_inference(tmp_path / "adapter", "float32", "cpu")
+    with torch.no_grad():
+        expected = trained(input_ids=ids).logits
+        got = reloaded(input_ids=ids).logits
+    assert torch.allclose(expected, got, atol=1e-5)
