@@ -238,7 +238,7 @@ def learning(project: Path, folder: Path, steps: int) -> list[tuple[str, str, st
 
 
 def throughput() -> list[tuple[str, str, str]]:
-    from reward_throughput import measure_all
+    from reward_throughput import measure_all, sandbox_rows
 
     rows = []
     with quiet_stdout():
@@ -246,11 +246,9 @@ def throughput() -> list[tuple[str, str, str]]:
     for task, result in figures.items():
         rows.append((f"reward throughput, {task}: {result['reward']}",
                      f"{result['completions_per_s']:.0f} completions/s", ""))  # fmt: skip
-        for workers in (1, 2):
-            key = f"programs_per_s_{workers}"
-            if key in result:
-                rows.append((f"code sandbox, {workers} worker(s)", f"{result[key]:.1f} programs/s",
-                             ""))  # fmt: skip
+        if "plain_loop_per_s" in result:  # the code sandbox beside a plain `python -I` loop
+            rows += [(f"code programs: {what}", f"{value} programs/s", ratio)
+                     for what, value, ratio in sandbox_rows(result)]  # fmt: skip
     return rows
 
 

@@ -1,14 +1,19 @@
-"""Code correctness: run the completion's Python against the row's tests in the local sandbox.
+"""Code correctness: run the completion's Python against the row's tests in the sandbox.
 
 The gold `answer` holds the tests: MBPP-style (a JSON list of `assert ...` lines, one test each)
 or HumanEval-style (test code defining `check(candidate)`, run as `check(<entry_point>)`). The
-reward is the fraction of tests passed. Programs of one batch run in parallel (`sandbox_workers`).
+reward is the fraction of tests passed, judged outside the program (see `sandbox`). With a stub
+(HumanEval's prompt), the stub's helpers the tests call run on the judge's side, so a program
+cannot change them, and a completion may hold the whole function or only its body. Programs of
+one batch run in parallel (`sandbox_workers`).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+import textwrap
 
 from .. import sandbox
 from .base import extract_answer, reward
@@ -37,21 +42,92 @@ def parse_tests(answer: str, entry_point: str | None = None) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
+def _parses(code: str) -> ast.Module | None:
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _compiles(code: str) -> bool:
+    try:
+        compile(code, "<program>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _defines(tree: ast.Module | None, name: str) -> bool:
+    if tree is None:
+        return False
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if node.name == name:
+                return True
+        elif isinstance(node, ast.Assign | ast.Import | ast.ImportFrom):
+            targets = node.targets if isinstance(node, ast.Assign) else node.names
+            for target in targets:
+                found = getattr(target, "id", None) or getattr(target, "asname", None)
+                if (found or getattr(target, "name", "")) == name:
+                    return True
+    return False
+
+
+def unimplemented(stub: str) -> tuple[str, ...]:
+    """Functions a stub declares without a body (only a docstring, `pass` or `...`): the
+    program provides them; the stub's other functions are trusted helpers."""
+    tree = _parses(stub)
+    names = []
+    for node in tree.body if tree else []:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            body = [n for n in node.body if not isinstance(n, ast.Pass)]
+            if all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) for n in body):
+                names.append(node.name)
+    return tuple(names)
+
+
+def program_for(block: str, stub: str = "", entry_point: str | None = None) -> str:
+    """The program to run: the block, or the stub followed by the block when the block is only
+    the function's body (HumanEval completions may be either)."""
+    if not stub or not entry_point or _defines(_parses(block), entry_point):
+        return block
+    head = stub if stub.endswith("\n") else stub + "\n"
+    for body in (block, textwrap.indent(textwrap.dedent(block), "    ")):
+        if _compiles(head + body):
+            return head + body
+    return block
+
+
+def job_for(block: str, tests: list[str], setup: str, stub: str, entry_point: str | None):
+    remote = tuple(dict.fromkeys([*unimplemented(stub), *([entry_point] if entry_point else [])]))
+    return sandbox.Job(
+        program=program_for(block, stub, entry_point),
+        tests=tuple(tests),
+        setup=setup,
+        prelude=stub if remote else "",  # helpers the tests call, run by the judge
+        remote=remote,
+    )
+
+
 @reward(low=0.0, high=1.0, batched=True, settings=("limits",))
 def code_correctness(
     completions: list[str], answer: list[str], *, limits: sandbox.Limits, **columns
 ) -> list[float]:
     """Fraction of the row's tests the completion's (last) code block passes; 0 without code."""
-    setups = columns.get("setup") or [""] * len(completions)
-    entry_points = columns.get("entry_point") or [None] * len(completions)
+    n = len(completions)
+    setups = columns.get("setup") or [""] * n
+    entry_points = columns.get("entry_point") or [None] * n
+    stubs = columns.get("stub") or [""] * n
     jobs, positions = [], []
     for i, (text, gold) in enumerate(zip(completions, answer, strict=True)):
         blocks = code_blocks(text)
-        tests = parse_tests(gold, entry_points[i])
+        entry_point = str(entry_points[i]) if entry_points[i] else None
+        tests = parse_tests(gold, entry_point)
         if blocks and tests:
-            jobs.append((blocks[-1], tests, str(setups[i] or "")))
+            stub = stubs[i] if isinstance(stubs[i], str) else ""
+            jobs.append(job_for(blocks[-1], tests, str(setups[i] or ""), stub, entry_point))
             positions.append(i)
-    scores = [0.0] * len(completions)
+    scores = [0.0] * n
     for i, run in zip(positions, sandbox.run_many(jobs, limits), strict=True):
         scores[i] = run.fraction
     return scores

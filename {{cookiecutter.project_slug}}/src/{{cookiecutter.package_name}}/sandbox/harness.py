@@ -1,191 +1,1008 @@
-"""Runs one untrusted program and its tests inside the sandbox process (see `sandbox.py`).
+"""The sandbox's inside: a fork server that runs each program and judges it in separate processes.
 
-Started as `python -I -S -B harness.py` in an empty working directory with a scrubbed
-environment. It reads one JSON request from stdin, lowers its own resource limits, leaves the
-network namespace when the kernel allows it, installs an audit hook (which cannot be removed)
-that refuses process creation, signals to other processes, sockets, ctypes, frame and garbage-
-collector introspection, and file access outside the working directory and the standard
-library, and only then executes the program and each test. After each test it writes
-`<nonce> <index> pass|fail` to a pipe. The nonce and every function the harness calls after the
-program starts are held in local variables, which the program cannot reach once frame
-introspection is refused, so a program that exits early, prints look-alike lines or replaces
-builtins cannot claim tests it did not pass.
+Started inside the OS sandbox (see `isolation.py`) as `python -S -s -B -P harness.py <fd>`,
+standard library only, on any supported Python. It talks to the trainer over one Unix socket
+(fd `<fd>`): a config message, then per job a message `{"id", "limits"}` carrying two pipe read
+ends, one holding the program and one holding the tests. The server never reads either: it
+forks
 
-This file must stay standalone: it runs with `-I -S` and imports only the standard library.
+* the **program** process, which reads only the program pipe, runs the program, then answers
+  requests about its names ("call this function with these arguments") with plain data, and
+* the **judge** process, which reads only the tests pipe and runs the tests. Every name the
+  tests use that the program defines is a proxy: calling it sends the arguments to the program
+  process and brings back the result as plain data (numbers, strings, lists, dicts, tuples,
+  sets, ...; anything else stays a handle that only equals itself).
+
+So the expected values and the test code never enter the program's address space (not even
+the server's, from which it is forked), and the verdict is decided in the judge: printing,
+exiting, signal tricks, frame walking, patched builtins or objects that equal everything cannot
+change it. Both children run under a seccomp filter (no new processes, no signals or ptrace to
+other processes, no namespaces or mounts, no network sockets), lowered rlimits, an empty
+working directory, and stdin/stdout/stderr on /dev/null. After each job every process but the
+server is killed and the writable directory is wiped.
 """
 
+import builtins
 import contextlib
+import gc
 import json
+import math
 import os
 import resource
+import select
+import signal
+import socket
+import struct
 import sys
-import sysconfig
+import time
+import types
 
-BLOCKED_EVENTS = frozenset({
-    "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec", "os.system",
-    "os.startfile", "subprocess.Popen", "pty.spawn", "os.setuid", "os.setgid", "os.setreuid",
-    "resource.setrlimit", "resource.prlimit", "socket.__new__", "socket.connect", "socket.bind",
-    "socket.getaddrinfo", "socket.sendto", "sys._getframe", "sys._current_frames",
-    "sys.settrace", "sys.setprofile", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
-    "object.__getattr__", "os.putenv", "os.unsetenv", "os.chroot", "os.mknod",
-})  # fmt: skip
-BLOCKED_PREFIXES = ("ctypes.", "_winapi.", "winreg.")
-BLOCKED_IMPORTS = frozenset({
-    "ctypes", "_ctypes", "_posixsubprocess", "subprocess", "multiprocessing", "socket",
-    "_socket", "pty",
-})  # fmt: skip
-WRITE_EVENTS = frozenset({
-    "os.remove", "os.rename", "os.mkdir", "os.rmdir", "os.chmod", "os.chown", "os.link",
-    "os.symlink", "os.truncate", "os.utime", "os.chflags", "shutil.rmtree", "shutil.move",
-})  # fmt: skip
-WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+MAX_MESSAGE = 16 * 1024 * 1024  # bytes of one program, test set or value
+MAX_DEPTH = 100  # nesting of a value sent between the program and the judge
+MAX_FILES = 20_000  # entries left in the working directory before the sandbox is recycled
+PRELOAD = (
+    "abc", "array", "bisect", "cmath", "collections", "collections.abc", "contextlib", "copy",
+    "dataclasses", "datetime", "decimal", "enum", "fractions", "functools", "hashlib", "heapq",
+    "itertools", "json", "math", "numbers", "operator", "random", "re", "statistics", "string",
+    "struct", "textwrap", "typing", "unicodedata",
+)  # fmt: skip
+# Modules the judge imports itself when the program's name refers to one (the program's module
+# object never crosses); these are left as remote handles (side effects when imported).
+NOT_IMPORTED = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo"})
+
+# --- framing -------------------------------------------------------------------------------
 
 
-def limit_resources(request) -> None:
-    """Cap CPU time, memory, file size and open files (limits this process may lower)."""
-    seconds = int(request["timeout"]) + 1
-    memory = int(request["memory_mb"]) * 1024 * 1024
-    for kind, value in (
-        (resource.RLIMIT_CPU, seconds),
-        (resource.RLIMIT_AS, memory),
-        (resource.RLIMIT_FSIZE, int(request["output_bytes"])),
-        (resource.RLIMIT_CORE, 0),
-        (resource.RLIMIT_NOFILE, 64),
-    ):
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(kind, (value, value))
+def send(fd: int, message) -> None:
+    """Write one length-prefixed JSON message to a pipe."""
+    data = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+    if len(data) > MAX_MESSAGE:
+        raise ValueError(f"message of {len(data)} bytes is over the {MAX_MESSAGE} limit")
+    data = struct.pack(">I", len(data)) + data
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
-def leave_network() -> None:
-    """Enter an empty network namespace (root, or unprivileged user namespaces) if possible."""
-    flags = (0x40000000, 0x10000000 | 0x40000000)  # CLONE_NEWNET, CLONE_NEWUSER | CLONE_NEWNET
-    unshare = getattr(os, "unshare", None)
-    if unshare is None:
-        try:
-            import ctypes
-
-            unshare = ctypes.CDLL(None, use_errno=True).unshare
-        except Exception:
-            return
-    try:
-        for flag in flags:
-            try:
-                if unshare(flag) in (0, None):
-                    return
-            except OSError:
-                continue
-    finally:
-        sys.modules.pop("ctypes", None)
-        sys.modules.pop("_ctypes", None)
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
-def make_audit_hook(work_dir: str):
-    """The hook, with every name it uses bound now: the program may rebind globals later."""
-    is_instance, to_str, startswith = isinstance, str, str.startswith
-    getcwd, sep = os.getcwd, os.sep
-    blocked, prefixes, imports, writes = (
-        BLOCKED_EVENTS,
-        BLOCKED_PREFIXES,
-        BLOCKED_IMPORTS,
-        WRITE_EVENTS,
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not plain JSON")
+
+
+def receive(fd: int):
+    """Read one message; None at end of stream. Raises ValueError on anything malformed."""
+    head = _read_exactly(fd, 4)
+    if head is None:
+        return None
+    (size,) = struct.unpack(">I", head)
+    if size > MAX_MESSAGE:
+        raise ValueError(f"message of {size} bytes is over the {MAX_MESSAGE} limit")
+    body = _read_exactly(fd, size)
+    if body is None:
+        raise ValueError("message cut short")
+    return json.loads(body, parse_constant=_refuse_constant)
+
+
+# --- plain data --------------------------------------------------------------------------------
+# A value crosses between the program and the judge as JSON: null, booleans, strings, small
+# integers, finite floats and lists as themselves, everything else tagged {"#": kind, ...}.
+# Only exact built-in and standard-library value types travel as values; any other object
+# (instances of the program's classes, subclasses of built-ins, functions, generators) travels
+# as a handle into the program's table.
+
+SMALL_INT = 1 << 62
+
+
+def _collections():
+    import collections
+    import datetime
+    import decimal
+    import fractions
+
+    return collections, datetime, decimal, fractions
+
+
+def encode(value, handle, depth: int = 0):
+    """`value` as JSON-able plain data; `handle(obj)` returns a handle for other objects."""
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return value
+    if kind is int:
+        return value if -SMALL_INT < value < SMALL_INT else {"#": "int", "v": format(value, "x")}
+    if kind is float:
+        return value if math.isfinite(value) else {"#": "float", "v": repr(value)}
+    if depth >= MAX_DEPTH:
+        raise ValueError(f"value nested deeper than {MAX_DEPTH} levels")
+    depth += 1
+    if kind is list:
+        return [encode(item, handle, depth) for item in value]
+    if kind in (tuple, set, frozenset):
+        return {"#": kind.__name__, "v": [encode(item, handle, depth) for item in value]}
+    if kind is dict:
+        return {"#": "dict", "v": [[encode(k, handle, depth), encode(v, handle, depth)]
+                                    for k, v in value.items()]}  # fmt: skip
+    if kind in (bytes, bytearray):
+        return {"#": kind.__name__, "v": bytes(value).hex()}
+    if kind is complex:
+        return {"#": "complex", "v": [repr(value.real), repr(value.imag)]}
+    if kind is range:
+        return {"#": "range", "v": [value.start, value.stop, value.step]}
+    if kind is types.ModuleType:
+        return {"#": "module", "v": value.__name__, "h": handle(value)}
+    collections, datetime, decimal, fractions = _collections()
+    if kind is fractions.Fraction:
+        return {"#": "Fraction", "v": [encode(value.numerator, handle, depth),
+                                       encode(value.denominator, handle, depth)]}  # fmt: skip
+    if kind is decimal.Decimal:
+        return {"#": "Decimal", "v": str(value)}
+    naive = getattr(value, "tzinfo", None) is None
+    if kind in (datetime.date, datetime.datetime, datetime.time) and naive:
+        return {"#": kind.__name__, "v": value.isoformat()}
+    if kind is datetime.timedelta:
+        return {"#": "timedelta", "v": [value.days, value.seconds, value.microseconds]}
+    if kind is collections.deque:
+        return {"#": "deque", "v": [encode(item, handle, depth) for item in value],
+                "max": value.maxlen}  # fmt: skip
+    if kind in (collections.Counter, collections.OrderedDict, collections.defaultdict):
+        pairs = [[encode(k, handle, depth), encode(v, handle, depth)] for k, v in value.items()]
+        return {"#": kind.__name__, "v": pairs}
+    if issubclass(kind, tuple) and _is_namedtuple(kind):
+        return {"#": "namedtuple", "name": kind.__name__, "fields": list(kind._fields),
+                "v": [encode(item, handle, depth) for item in tuple.__iter__(value)]}  # fmt: skip
+    return {"#": "ref", "h": handle(value), "t": kind.__qualname__[:80]}
+
+
+def _is_namedtuple(kind) -> bool:
+    fields = kind.__dict__.get("_fields")
+    return (
+        isinstance(fields, tuple)
+        and all(type(f) is str and f.isidentifier() for f in fields)
+        and kind.__bases__ == (tuple,)
     )
-    write_flags, own_pid = WRITE_FLAGS, os.getpid()
-    stdlib = {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")}
-    readable = tuple(p for p in stdlib if p) + (work_dir, "/usr/share/zoneinfo", "/dev/null")
-    writable = (work_dir,)
 
-    def normalise(path) -> str:
-        if is_instance(path, bytes):
-            path = path.decode("utf-8", "surrogateescape")
-        path = to_str(path)
-        if not startswith(path, "/"):
-            path = getcwd() + "/" + path
-        parts: list[str] = []
-        for part in path.split("/"):
-            if part in ("", "."):
-                continue
-            if part == "..":
-                if parts:
-                    parts.pop()
-            else:
-                parts.append(part)
-        return "/" + "/".join(parts)
 
-    def inside(path: str, roots) -> bool:
-        # A plain loop, not any(): the program may rebind builtins before this runs.
-        for root in roots:  # noqa: SIM110
-            if path == root or startswith(path, root + sep):
-                return True
-        return False
+def decode(data, resolve, depth: int = 0):
+    """The value `encode` described; `resolve(message)` turns handles and modules into objects."""
+    kind = type(data)
+    if data is None or kind in (bool, str, int, float):
+        return data
+    if depth >= MAX_DEPTH + 2:
+        raise ValueError("value nested too deeply")
+    depth += 1
+    if kind is list:
+        return [decode(item, resolve, depth) for item in data]
+    if kind is not dict:
+        raise ValueError(f"not plain data: {kind.__name__}")
+    tag, value = data.get("#"), data.get("v")
+    if tag in ("tuple", "set", "frozenset", "deque"):
+        items = [decode(item, resolve, depth) for item in _list(value)]
+        if tag == "deque":
+            collections = _collections()[0]
+            maxlen = data.get("max")
+            return collections.deque(items, maxlen if type(maxlen) is int else None)
+        return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
+    if tag in ("dict", "Counter", "OrderedDict", "defaultdict"):
+        pairs = [(decode(k, resolve, depth), decode(v, resolve, depth)) for k, v in _pairs(value)]
+        if tag == "dict":
+            return dict(pairs)
+        collections = _collections()[0]
+        if tag == "defaultdict":
+            return collections.defaultdict(None, pairs)
+        return getattr(collections, tag)(dict(pairs))
+    if tag == "int" and type(value) is str:
+        return int(value, 16)
+    if tag == "float" and value in ("nan", "inf", "-inf"):
+        return float(value)
+    if tag in ("bytes", "bytearray") and type(value) is str:
+        return {"bytes": bytes, "bytearray": bytearray}[tag](bytes.fromhex(value))
+    if tag == "complex":
+        real, imag = _list(value, 2)
+        return complex(float(real), float(imag))
+    if tag == "range":
+        start, stop, step = (int(v) for v in _list(value, 3))
+        return range(start, stop, step)
+    if tag == "Fraction":
+        numerator, denominator = (decode(v, resolve, depth) for v in _list(value, 2))
+        return _collections()[3].Fraction(int(numerator), int(denominator))
+    if tag == "Decimal" and type(value) is str:
+        return _collections()[2].Decimal(value)
+    if tag in ("date", "datetime", "time") and type(value) is str:
+        return getattr(_collections()[1], tag).fromisoformat(value)
+    if tag == "timedelta":
+        days, seconds, micro = (int(v) for v in _list(value, 3))
+        return _collections()[1].timedelta(days, seconds, micro)
+    if tag == "namedtuple":
+        items = [decode(item, resolve, depth) for item in _list(value)]
+        return _namedtuple(str(data.get("name")), tuple(_list(data.get("fields"))))(*items)
+    if tag in ("ref", "module"):
+        return resolve(data)
+    raise ValueError(f"not plain data: {str(tag)[:40]}")
 
-    def hook(event, args):
-        if event in blocked or startswith(event, prefixes):
-            raise PermissionError("sandbox: " + event + " is not allowed")
-        if event == "import" and args[0].split(".")[0] in imports:
-            raise ImportError("sandbox: importing " + args[0] + " is not allowed")
-        if event in ("os.kill", "os.killpg") and args[0] not in (own_pid, 0):
-            raise PermissionError("sandbox: signals to other processes are not allowed")
-        if event == "open":
-            path, mode, flags = args
-            if is_instance(path, int):
+
+def _list(value, size: int | None = None) -> list:
+    if type(value) is not list or (size is not None and len(value) != size):
+        raise ValueError("malformed value")
+    return value
+
+
+def _pairs(value) -> list:
+    pairs = _list(value)
+    for pair in pairs:
+        _list(pair, 2)
+    return pairs
+
+
+_NAMEDTUPLES: dict = {}
+
+
+def _namedtuple(name: str, fields: tuple):
+    if (name, fields) not in _NAMEDTUPLES:
+        if not all(type(f) is str for f in fields):
+            raise ValueError("malformed namedtuple")
+        _NAMEDTUPLES[name, fields] = _collections()[0].namedtuple(name, fields)
+    return _NAMEDTUPLES[name, fields]
+
+
+def describe(error: BaseException) -> str:
+    """`Type: message`, short (the message only ever comes from the program's side)."""
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return text[:500]
+
+
+# --- the program process -----------------------------------------------------------------------
+
+
+class Program:
+    """Runs the program, then answers the judge's requests about the objects it made."""
+
+    def __init__(self, requests: int, replies: int):
+        self.requests, self.replies = requests, replies
+        self.objects: list = []  # handle -> object (kept alive, so ids stay unique)
+        self.handles: dict[int, int] = {}  # id(object) -> handle
+        self.namespace: dict = {}
+
+    def handle(self, obj) -> int:
+        key = id(obj)
+        if key not in self.handles:
+            self.handles[key] = len(self.objects)
+            self.objects.append(obj)
+        return self.handles[key]
+
+    def resolve(self, message):
+        handle = message.get("h")
+        if type(handle) is not int or not 0 <= handle < len(self.objects):
+            raise ValueError("unknown handle")
+        return self.objects[handle]
+
+    def load(self, source: str) -> dict:
+        module = types.ModuleType("__solution__")
+        sys.modules["__solution__"] = module
+        self.namespace = module.__dict__
+        try:
+            exec(compile(source, "solution.py", "exec"), self.namespace)
+        except BaseException as error:  # the program failed: every test fails
+            return {"loaded": False, "error": describe(error)}
+        return {"loaded": True}
+
+    def answer(self, request: dict) -> dict:
+        op = request.get("op")
+        if op == "get":
+            name = request.get("name")
+            if type(name) is not str or name not in self.namespace:
+                return {"missing": True}
+            return {"ok": encode(self.namespace[name], self.handle)}
+        target = self.resolve(request)
+        if op == "call":
+            args = [decode(a, self.resolve) for a in _list(request.get("args"))]
+            kwargs = {str(k): decode(v, self.resolve) for k, v in _pairs(request.get("kwargs"))}
+            result = target(*args, **kwargs)
+            back = [encode(args[i], self.handle) for i in _list(request.get("back"))]
+            return {"ok": encode(result, self.handle), "back": back}
+        if op == "attr":
+            return {"ok": encode(getattr(target, str(request.get("name"))), self.handle)}
+        if op == "item":
+            return {"ok": encode(target[decode(request.get("key"), self.resolve)], self.handle)}
+        if op == "contains":
+            return {"ok": bool(decode(request.get("item"), self.resolve) in target)}
+        if op in ("len", "bool", "str", "repr", "iter", "next", "hash"):
+            function = {"len": len, "bool": bool, "str": str, "repr": repr, "iter": iter,
+                        "next": next, "hash": hash}[op]  # fmt: skip
+            return {"ok": encode(function(target), self.handle)}
+        raise ValueError("unknown request")
+
+    def serve(self) -> None:
+        while True:
+            try:
+                request = receive(self.requests)
+            except ValueError:
                 return
-            target = normalise(path)
-            writing = False
-            if mode is not None:
-                for char in "wax+":
-                    if char in to_str(mode):
-                        writing = True
-            if is_instance(flags, int) and flags & write_flags:
-                writing = True
-            if writing and not inside(target, writable):
-                raise PermissionError("sandbox: writing " + target + " is not allowed")
-            if not writing and not inside(target, readable):
-                raise PermissionError("sandbox: reading " + target + " is not allowed")
-        if event in writes:
-            for path in args:
-                if is_instance(path, str | bytes) and not inside(normalise(path), writable):
-                    raise PermissionError("sandbox: " + event + " outside the working directory")
+            if request is None:
+                return
+            try:
+                reply = self.answer(request)
+            except BaseException as error:  # the program's code raised: the judge re-raises
+                reply = {"raise": [type(error).__name__, str(error)[:500]]}
+            try:
+                send(self.replies, reply)
+            except ValueError as error:
+                send(self.replies, {"raise": ["ValueError", str(error)]})
 
-    return hook
+
+def program_main(job_id: int, source_fd: int, requests: int, replies: int) -> None:
+    program = Program(requests, replies)
+    try:
+        message = receive(source_fd)
+    except ValueError:
+        message = None
+    os.close(source_fd)
+    if not isinstance(message, dict) or message.get("id") != job_id:
+        return
+    status = program.load(str(message.get("setup") or "") + "\n" + str(message.get("program")))
+    send(replies, status)
+    if status["loaded"]:
+        program.serve()
+
+
+# --- the judge process -------------------------------------------------------------------------
+
+
+class RemoteError(Exception):
+    """The program raised an exception that is not a built-in one (or the program is gone)."""
+
+
+class Remote:
+    """An object that lives in the program process: usable, never equal to a local value."""
+
+    __slots__ = ("_link", "_handle", "_type")
+
+    def __init__(self, link, handle: int, type_name: str):
+        self._link, self._handle, self._type = link, handle, type_name
+
+    def __call__(self, *args, **kwargs):
+        return self._link.call(self._handle, args, kwargs)
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self._link.ask({"op": "attr", "h": self._handle, "name": name})
+
+    def __getitem__(self, key):
+        return self._link.ask({"op": "item", "h": self._handle, "key": self._link.out(key)})
+
+    def __contains__(self, item):
+        return self._link.ask({"op": "contains", "h": self._handle, "item": self._link.out(item)})
+
+    def __len__(self):
+        return _exact(self._link.ask({"op": "len", "h": self._handle}), int)
+
+    def __bool__(self):
+        return _exact(self._link.ask({"op": "bool", "h": self._handle}), bool)
+
+    def __iter__(self):
+        return self._link.ask({"op": "iter", "h": self._handle})
+
+    def __next__(self):
+        return self._link.ask({"op": "next", "h": self._handle})
+
+    def __repr__(self):
+        return _exact(self._link.ask({"op": "repr", "h": self._handle}), str)
+
+    def __str__(self):
+        return _exact(self._link.ask({"op": "str", "h": self._handle}), str)
+
+    def __hash__(self):
+        return hash((Remote, self._handle))
+
+    def __eq__(self, other):
+        return other is self  # one handle per object: equal only to the very same object
+
+    def __ne__(self, other):
+        return other is not self
+
+
+def _exact(value, kind):
+    if type(value) is not kind:
+        raise TypeError(f"the program returned {type(value).__name__}, expected {kind.__name__}")
+    return value
+
+
+EXCEPTIONS = {
+    name: value
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, Exception)
+}
+MUTABLE = (list, dict, set, bytearray)
+
+
+class Link:
+    """The judge's side of the program process: requests out, plain data back."""
+
+    def __init__(self, requests: int, replies: int):
+        self.requests, self.replies = requests, replies
+        self.remotes: dict[int, Remote] = {}
+        self.gone: str | None = None
+
+    def resolve(self, message):
+        handle = message.get("h")
+        if type(handle) is not int:
+            raise ValueError("malformed handle")
+        if message.get("#") == "module":
+            name = str(message.get("v"))
+            top = name.partition(".")[0]
+            if top in sys.stdlib_module_names and top not in NOT_IMPORTED:
+                with contextlib.suppress(ImportError):
+                    __import__(name)
+                    return sys.modules[name]
+        if handle not in self.remotes:
+            self.remotes[handle] = Remote(self, handle, str(message.get("t"))[:80])
+        return self.remotes[handle]
+
+    def out(self, value):
+        """A judge-side value as plain data for the program (remote objects as their handle)."""
+
+        def handle(obj):
+            if type(obj) is Remote and obj._link is self:
+                return obj._handle
+            raise TypeError(f"cannot pass {type(obj).__name__} to the program")
+
+        data = encode(value, handle)
+        return data
+
+    def exchange(self, request: dict) -> dict:
+        if self.gone:
+            raise RemoteError(self.gone)
+        try:
+            send(self.requests, request)
+            reply = receive(self.replies)
+        except (OSError, ValueError) as error:
+            reply, self.gone = None, f"the program stopped answering ({describe(error)})"
+        if not isinstance(reply, dict):
+            self.gone = self.gone or "the program ended"
+            raise RemoteError(self.gone)
+        if "raise" in reply:
+            name, message = (str(part) for part in _list(reply["raise"], 2))
+            exception = EXCEPTIONS.get(name)
+            try:
+                error = exception(message) if exception else None
+            except Exception:  # e.g. UnicodeDecodeError needs more arguments
+                error = None
+            error = error or RemoteError(f"{name}: {message}")
+            error.from_program = True  # its message is the program's, not the tests'
+            raise error
+        return reply
+
+    def ask(self, request: dict):
+        return decode(self.exchange(request).get("ok"), self.resolve)
+
+    def call(self, handle: int, args: tuple, kwargs: dict):
+        back = [i for i, arg in enumerate(args) if type(arg) in MUTABLE]
+        reply = self.exchange({
+            "op": "call", "h": handle, "args": [self.out(a) for a in args],
+            "kwargs": [[k, self.out(v)] for k, v in kwargs.items()], "back": back,
+        })  # fmt: skip
+        result = decode(reply.get("ok"), self.resolve)
+        for index, data in zip(back, _list(reply.get("back"), len(back)), strict=True):
+            _update(args[index], decode(data, self.resolve))  # the call changed an argument
+        return result
+
+    def lookup(self, name: str):
+        reply = self.exchange({"op": "get", "name": name})
+        if reply.get("missing"):
+            raise KeyError(name)
+        return decode(reply.get("ok"), self.resolve)
+
+
+def _update(target, new) -> None:
+    if type(new) is not type(target):
+        raise RemoteError("the program changed an argument's type")
+    if type(target) in (list, bytearray):
+        target[:] = new
+    else:
+        target.clear()
+        target.update(new)
+
+
+class Names(dict):
+    """The judge's builtins: Python's own, then standard-library modules (the judge's own copy,
+    whatever the program bound to that name), then the program's names, looked up when used.
+    So a program cannot redefine `abs`, `len`, `sorted` or `math` for the tests."""
+
+    link: Link
+
+    def __missing__(self, name):
+        if name in sys.stdlib_module_names and name not in NOT_IMPORTED:
+            with contextlib.suppress(ImportError):
+                return __import__(name)
+        return self.link.lookup(name)
+
+
+def test_problem(test: str, remote=()) -> str | None:
+    """Why a test snippet cannot be judged (None when it can): it must be valid Python holding
+    at least one `assert` (or `raise`) statement, or it would pass without checking anything,
+    and must not call a function named like a standard-library module (the judge uses the
+    module: the program cannot replace `math` for the tests) unless that name is in `remote`."""
+    import ast
+
+    try:
+        tree = ast.parse(test)
+    except (SyntaxError, ValueError) as error:
+        return f"is not valid Python ({type(error).__name__}: {getattr(error, 'msg', error)})"
+    if not any(isinstance(node, ast.Assert | ast.Raise) for node in ast.walk(tree)):
+        return "has no assert statement, so it would pass without checking anything"
+    own = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and type(n.ctx) is ast.Store}
+    own |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    own |= {(a.asname or a.name).partition(".")[0] for n in ast.walk(tree)
+            if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}  # fmt: skip
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            name = node.func.id
+            if name in sys.stdlib_module_names and name not in own and name not in remote:
+                return (
+                    f"calls {name}(), but {name} is a standard-library module, which the "
+                    "judge keeps as the module: rename the function (or name it with "
+                    "entry_point_column)"
+                )
+    return None
+
+
+def judge_main(job_id: int, tests_fd: int, requests: int, replies: int, verdicts: int) -> None:
+    try:
+        job = receive(tests_fd)
+    except ValueError:
+        job = None
+    os.close(tests_fd)
+    if not isinstance(job, dict) or job.get("id") != job_id:
+        send(verdicts, {"error": "judge: the tests did not arrive"})
+        return
+    send(verdicts, {"tests": True})
+    link = Link(requests, replies)
+    names = Names(vars(builtins))
+    names.link = link
+    scope = {"__name__": "__test__", "__builtins__": names}
+    prelude = str(job.get("prelude") or "")
+    if prelude:  # trusted code from the data (e.g. HumanEval's prompt: helpers the tests call)
+        with contextlib.suppress(BaseException):
+            exec(compile(prelude, "prelude.py", "exec"), scope)
+    for name in _list(job.get("remote")):  # names that must come from the program
+        scope.pop(str(name), None)
+        names.pop(str(name), None)
+    try:
+        status = receive(replies)
+    except (OSError, ValueError):
+        status = None
+    if not isinstance(status, dict) or not status.get("loaded"):
+        error = status.get("error") if isinstance(status, dict) else "the program ended"
+        send(verdicts, {"error": "program: " + str(error)[:500]})
+        return
+    remote = [str(name) for name in _list(job.get("remote"))]
+    for index, test in enumerate(_list(job.get("tests"))):
+        why = test_problem(str(test), remote)
+        if why is None:
+            try:
+                exec(compile(str(test), f"test_{index}.py", "exec"), scope)
+            except BaseException as error:  # a failed test, whatever it raised
+                # Only the program's own messages leave the judge, never the tests' text.
+                why = describe(error) if getattr(error, "from_program", False) else None
+                why = why or type(error).__name__
+        send(verdicts, {"i": index, "ok": why is None, "why": why})
+    send(verdicts, {"done": True})
+
+
+# --- seccomp -------------------------------------------------------------------------------
+
+# (audit arch, syscall numbers) per machine; aarch64 follows asm-generic/unistd.h.
+SYSCALLS = {
+    "x86_64": (0xC000003E, {
+        "clone": 56, "clone3": 435, "fork": 57, "vfork": 58, "kill": 62, "tgkill": 234,
+        "socket": 41, "socketpair": 53,
+        "denied": (200, 129, 297, 424, 434, 438, 101, 310, 311, 312, 272, 308, 165, 166, 155,
+                   161, 442, 428, 429, 430, 431, 432, 433, 321, 298, 323, 250, 248, 249, 425,
+                   426, 427, 246, 320, 175, 313, 176, 169, 167, 168, 163, 179, 103, 172, 173,
+                   29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245),
+    }),
+    "aarch64": (0xC00000B7, {
+        "clone": 220, "clone3": 435, "kill": 129, "tgkill": 131,
+        "socket": 198, "socketpair": 199,
+        "denied": (130, 138, 240, 424, 434, 438, 117, 270, 271, 272, 97, 268, 40, 39, 41, 51,
+                   442, 428, 429, 430, 431, 432, 433, 280, 241, 282, 219, 217, 218, 425, 426,
+                   427, 104, 294, 105, 273, 106, 142, 224, 225, 89, 60, 116,
+                   180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195,
+                   196, 197),
+    }),
+}  # fmt: skip
+# denied: tkill, rt_(tg)sigqueueinfo, pidfd_send_signal/open/getfd, ptrace, process_vm_*, kcmp,
+# unshare, setns, mount API, pivot_root, chroot, bpf, perf_event_open, userfaultfd, keys,
+# io_uring, kexec, modules, reboot, swap, acct, quotactl, syslog (and iopl/ioperm on x86_64),
+# System V IPC and POSIX message queues (state that would outlive the program in its sandbox).
+ALLOW, KILL = 0x7FFF0000, 0x80000000
+EPERM, ENOSYS, AF_UNIX, CLONE_THREAD = 0x50001, 0x50026, 1, 0x10000
+LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+
+
+def seccomp_program(machine: str, pid: int) -> bytes:
+    """A classic BPF filter (struct sock_filter[]) for the program and judge processes: threads
+    yes, new processes no (clone3 answers ENOSYS so libc falls back to clone for threads);
+    signals only to itself; Unix sockets only; the calls listed in `SYSCALLS` fail with EPERM;
+    another architecture's calling convention kills the process."""
+    arch, calls = SYSCALLS[machine]
+    code: list = []  # (opcode, k, jump-if-true label, jump-if-false label)
+
+    def op(opcode, k=0, yes=None, no=None):
+        code.append((opcode, k, yes, no))
+
+    arg0 = 16  # offsetof(struct seccomp_data, args[0]), low 32 bits (little-endian)
+    op(LD, 4)
+    op(JEQ, arch, None, "kill")
+    op(LD, 0)
+    if machine == "x86_64":
+        op(JGE, 0x40000000, "eperm", None)  # the x32 ABI
+    op(JEQ, calls["clone"], "clone", None)
+    op(JEQ, calls["clone3"], "enosys", None)
+    op(JEQ, calls["kill"], "signal", None)
+    op(JEQ, calls["tgkill"], "signal", None)
+    op(JEQ, calls["socket"], "socket", None)
+    op(JEQ, calls["socketpair"], "socket", None)
+    for name in ("fork", "vfork"):
+        if name in calls:
+            op(JEQ, calls[name], "eperm", None)
+    for number in calls["denied"]:
+        op(JEQ, number, "eperm", None)
+    op(RET, ALLOW)
+    labels = {"clone": len(code)}
+    op(LD, arg0)
+    op(JSET, CLONE_THREAD, "allow", "eperm")
+    labels["signal"] = len(code)
+    op(LD, arg0)
+    op(JEQ, pid, "allow", None)
+    op(JEQ, 0, "allow", "eperm")  # 0: its own process group (it leads a session of its own)
+    labels["socket"] = len(code)
+    op(LD, arg0)
+    op(JEQ, AF_UNIX, "allow", "eperm")
+    for label, value in (("allow", ALLOW), ("eperm", EPERM), ("enosys", ENOSYS), ("kill", KILL)):
+        labels[label] = len(code)
+        op(RET, value)
+    out = b""
+    for index, (opcode, k, yes, no) in enumerate(code):
+        jt = labels[yes] - index - 1 if yes else 0
+        jf = labels[no] - index - 1 if no else 0
+        out += struct.pack("<HBBI", opcode, jt, jf, k & 0xFFFFFFFF)
+    return out
+
+
+class Kernel:
+    """prctl/mount/pivot_root/capset through ctypes (Python has no wrappers for them)."""
+
+    def __init__(self):
+        import ctypes
+
+        self.ctypes = ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.machine = os.uname().machine
+
+    def check(self, result: int, what: str) -> None:
+        if result != 0:
+            error = self.ctypes.get_errno()
+            raise OSError(error, f"{what}: {os.strerror(error)}")
+
+    def prctl(self, option: int, arg: int = 0, arg3: int = 0) -> int:
+        c = self.ctypes
+        return self.libc.prctl(c.c_int(option), c.c_ulong(arg), c.c_ulong(arg3), c.c_ulong(0),
+                               c.c_ulong(0))  # fmt: skip
+
+    def seccomp(self, pid: int) -> None:
+        c = self.ctypes
+        program = seccomp_program(self.machine, pid)
+
+        class Fprog(c.Structure):
+            _fields_ = [("len", c.c_ushort), ("filter", c.c_void_p)]
+
+        buffer = c.create_string_buffer(program, len(program))
+        fprog = Fprog(len(program) // 8, c.cast(buffer, c.c_void_p))
+        self.check(self.prctl(38, 1), "no_new_privs")  # PR_SET_NO_NEW_PRIVS
+        self.check(self.prctl(22, 2, c.addressof(fprog)), "seccomp")  # SECCOMP_MODE_FILTER
+
+    def mount(self, source, target, fstype, flags: int, data=None) -> None:
+        c = self.ctypes
+
+        def b(value):
+            return None if value is None else os.fsencode(value)
+
+        result = self.libc.mount(b(source), b(target), b(fstype), c.c_ulong(flags), b(data))
+        self.check(result, f"mount {target}")
+
+    def syscall(self, number: dict, *args) -> None:
+        self.check(self.libc.syscall(number[self.machine], *args), "syscall")
+
+
+# --- the jail (util-linux `unshare` mode: bubblewrap does this itself) -----------------------
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 8, 32, 4096, 16384
+MS_PRIVATE, MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1 << 18, 1024, 2048, 1 << 21
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+CAPSET = {"x86_64": 126, "aarch64": 91}
+
+
+def _locked_flags(path: str) -> int:
+    """Mount flags a bind remount inside a user namespace must keep (the kernel locks them)."""
+    flags = os.statvfs(path).f_flag
+    result = 0
+    for st, ms in ((1, MS_RDONLY), (2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC),
+                   (1024, MS_NOATIME), (2048, MS_NODIRATIME), (4096, MS_RELATIME)):  # fmt: skip
+        if flags & st:
+            result |= ms
+    return result
+
+
+def enter_jail(kernel: Kernel, jail: dict) -> None:
+    """Build a new root (read-only binds of the interpreter, its standard library and the
+    system's shared libraries; a size-capped tmpfs on /tmp; /dev/null, zero, urandom), pivot
+    into it, and drop every capability. Runs as root of a fresh user + mount namespace."""
+    root = jail["root"]
+    kernel.mount(None, "/", None, MS_REC | MS_PRIVATE)
+    kernel.mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m")
+    for path in jail["binds"]:
+        target = root + path
+        if os.path.isdir(path):
+            os.makedirs(target, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "a"):
+                pass
+        kernel.mount(path, target, None, MS_BIND | MS_REC)
+        locked = _locked_flags(path) & ~MS_RDONLY
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | locked
+        if path not in jail["devices"]:
+            flags |= MS_NODEV
+        kernel.mount(None, target, None, flags)
+    for link, target in jail["links"]:
+        os.makedirs(os.path.dirname(root + link), exist_ok=True)
+        os.symlink(target, root + link)
+    for path in jail["hide"]:  # site-packages inside a bound directory
+        kernel.mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k")
+    os.makedirs(root + "/tmp", exist_ok=True)
+    options = f"mode=1777,size={int(jail['tmp_bytes'])},nr_inodes={MAX_FILES * 2}"
+    kernel.mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, options)
+    os.makedirs(root + "/.old")
+    os.chdir(root)
+    kernel.syscall(PIVOT_ROOT, b".", b".old")
+    os.chdir("/")
+    kernel.check(kernel.libc.umount2(b"/.old", 2), "umount old root")  # MNT_DETACH
+    os.rmdir("/.old")
+    kernel.mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    with contextlib.suppress(OSError):
+        socket.sethostname("sandbox")
+    _drop_capabilities(kernel)
+
+
+def _drop_capabilities(kernel: Kernel) -> None:
+    c = kernel.ctypes
+    cap = 0
+    while kernel.prctl(24, cap) == 0:  # PR_CAPBSET_DROP until the kernel's last capability
+        cap += 1
+    kernel.prctl(47, 4)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    header = (c.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (c.c_uint32 * 6)()
+    kernel.syscall(CAPSET, header, data)
+    kernel.check(kernel.prctl(38, 1), "no_new_privs")
+
+
+# --- the server ----------------------------------------------------------------------------
+
+
+class Server:
+    def __init__(self, control: socket.socket, config: dict, kernel: Kernel):
+        self.control, self.kernel = control, kernel
+        self.private_pids = config["mode"] != "process"  # a PID namespace of its own
+        self.scratch = config["scratch"]  # the writable directory, wiped after every job
+        self.workdir = os.path.join(self.scratch, "work")
+        self.nproc = config["mode"] != "process"
+
+    def child(self, keep: tuple[int, ...], limits: dict) -> tuple[int, ...]:
+        """Common set-up of the program and judge processes; returns the kept fds, renumbered."""
+        os.setsid()
+        null = os.open("/dev/null", os.O_RDWR)
+        moved = tuple(os.dup(fd) for fd in keep)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        kept = tuple(range(3, 3 + len(moved)))
+        for target, fd in zip(kept, moved, strict=True):
+            if fd != target:
+                os.dup2(fd, target)
+        os.closerange(3 + len(moved), 1 << 16)
+        os.chdir(self.workdir)
+        os.environ.update(HOME=self.workdir, TMPDIR=self.workdir)
+        if "tempfile" in sys.modules:
+            sys.modules["tempfile"].tempdir = None
+        seconds = max(1, math.ceil(float(limits["timeout"]))) + 1
+        memory = int(limits["memory_mb"]) * 1024 * 1024
+        caps = [(resource.RLIMIT_CPU, seconds, seconds + 1), (resource.RLIMIT_AS, memory, memory),
+                (resource.RLIMIT_FSIZE, int(limits["file_bytes"]), int(limits["file_bytes"])),
+                (resource.RLIMIT_NOFILE, 64, 64), (resource.RLIMIT_CORE, 0, 0)]  # fmt: skip
+        if self.nproc:
+            caps.append((resource.RLIMIT_NPROC, 64, 64))
+        for kind, soft, hard in caps:
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(kind, (soft, hard))
+        self.kernel.seccomp(os.getpid())
+        return kept
+
+    def run(self, job: dict, source_fd: int, tests_fd: int) -> dict:
+        job_id, limits = job["id"], job["limits"]
+        deadline = time.monotonic() + float(limits["timeout"])
+        os.makedirs(self.workdir, exist_ok=True)
+        requests_r, requests_w = os.pipe()  # judge -> program
+        replies_r, replies_w = os.pipe()  # program -> judge
+        verdicts_r, verdicts_w = os.pipe()  # judge -> server
+        pids = []
+        pid = os.fork()
+        if pid == 0:
+            self._child(program_main, job_id, (source_fd, requests_r, replies_w), limits)
+        pids.append(pid)
+        pid = os.fork()
+        if pid == 0:
+            keep = (tests_fd, requests_w, replies_r, verdicts_w)
+            self._child(judge_main, job_id, keep, limits)
+        pids.append(pid)
+        for fd in (source_fd, tests_fd, requests_r, requests_w, replies_r, replies_w, verdicts_w):
+            os.close(fd)
+        result = self.collect(job_id, verdicts_r, deadline)
+        os.close(verdicts_r)
+        self.end(pids)
+        result["recycle"] = not self.wipe()
+        return result
+
+    def _child(self, main, job_id: int, keep: tuple[int, ...], limits: dict) -> None:
+        code = 0
+        try:
+            main(job_id, *self.child(keep, limits))
+        except BaseException:
+            code = 1
+        os._exit(code)
+
+    def collect(self, job_id: int, verdicts: int, deadline: float) -> dict:
+        result = {"id": job_id, "verdicts": {}, "timed_out": False, "error": "", "tests": False}
+        buffer = b""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                result["timed_out"] = True
+                break
+            ready, _, _ = select.select([verdicts], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(verdicts, 65536)
+            if not chunk:
+                break
+            buffer += chunk
+            while len(buffer) >= 4:
+                (size,) = struct.unpack(">I", buffer[:4])
+                if len(buffer) < 4 + size:
+                    break
+                message, buffer = json.loads(buffer[4 : 4 + size]), buffer[4 + size :]
+                if "i" in message:
+                    result["verdicts"][str(message["i"])] = [message["ok"], message["why"]]
+                elif message.get("tests"):
+                    result["tests"] = True
+                elif "error" in message:
+                    result["error"] = str(message["error"])[:1000]
+                elif message.get("done"):
+                    return result
+            if len(buffer) > MAX_MESSAGE:
+                break
+        return result
+
+    def end(self, pids: list[int]) -> None:
+        """Kill the job's processes (and, in a PID namespace, anything else but this server)."""
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if self.private_pids:
+            with contextlib.suppress(OSError):
+                os.kill(-1, signal.SIGKILL)
+        for pid in pids:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        if self.private_pids:
+            with contextlib.suppress(ChildProcessError):
+                while os.waitpid(-1, os.WNOHANG)[0]:
+                    pass
+
+    def wipe(self) -> bool:
+        """Empty the writable directory (its processes are dead by now); False when that fails
+        or it holds too much: then the whole sandbox is recycled, its tmpfs freed by the kernel."""
+        folders, todo, count = [], [self.scratch], 0
+        try:
+            while todo:
+                folder = todo.pop()
+                os.chmod(folder, 0o700)
+                folders.append(folder)
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        count += 1
+                        if count > MAX_FILES:
+                            return False
+                        if entry.is_dir(follow_symlinks=False):
+                            todo.append(entry.path)
+                        else:
+                            os.unlink(entry.path)
+            for folder in reversed(folders[1:]):
+                os.rmdir(folder)
+        except (OSError, RecursionError, ValueError):
+            return False
+        return True
+
+    def serve(self) -> None:
+        while True:
+            try:
+                data, fds, _, _ = socket.recv_fds(self.control, 65536, 2)
+            except OSError:
+                return
+            if not data:
+                return
+            job = json.loads(data)
+            if len(fds) != 2:
+                return
+            result = self.run(job, fds[0], fds[1])
+            self.control.sendall(json.dumps(result).encode())
+            if result["recycle"]:
+                return  # a fresh sandbox for the next job
+
+
+def seccomp_works(kernel: Kernel) -> str:
+    """'' when a child under the filter cannot fork (checked once per sandbox), else why not."""
+    if kernel.machine not in SYSCALLS:
+        return f"no seccomp filter for {kernel.machine}"
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            kernel.seccomp(os.getpid())
+            try:
+                os.fork()
+                code = 2
+            except PermissionError:
+                code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return "" if code == 0 else f"the seccomp filter did not apply (check {code})"
 
 
 def main() -> None:
-    request = json.loads(sys.stdin.read())
-    sys.stdin.close()
-    results, tests = int(request["results_fd"]), request["tests"]
-    program = request["setup"] + "\n" + request["program"]
-    # The result lines are built now, and everything used after the program starts is a local:
-    # rebinding builtins or module attributes (str, os.write, ...) cannot change what is written.
-    nonce = request.pop("nonce")
-    checks = [(tests[i], (nonce + " " + str(i)).encode()) for i in range(len(tests))]
-    passed, failed = b" pass\n", b" fail\n"
-    write, run, build, error, report, stderr = (
-        os.write,
-        exec,
-        compile,
-        BaseException,
-        print,
-        sys.stderr,
-    )
-    limit_resources(request)
-    leave_network()
-    sys.addaudithook(make_audit_hook(os.path.realpath(os.getcwd())))
-    namespace = {"__name__": "__solution__", "__builtins__": __builtins__}
+    control = socket.socket(fileno=int(sys.argv[1]))
+    config = json.loads(control.recv(1 << 20))
+    kernel = Kernel()
     try:
-        run(build(program, "solution.py", "exec"), namespace)
-    except error as err:  # the program itself failed: every test fails
-        report("program failed:", repr(err), file=stderr)
-        for _, line in checks:
-            write(results, line + failed)
+        if config["mode"] == "unshare":
+            enter_jail(kernel, config["jail"])
+        kernel.check(kernel.prctl(4, 0), "dumpable")  # PR_SET_DUMPABLE: no ptrace, no /proc/pid
+        problem = seccomp_works(kernel)
+    except OSError as error:
+        problem = describe(error)
+    for name in PRELOAD:
+        with contextlib.suppress(ImportError):
+            __import__(name)
+    version = ".".join(str(part) for part in sys.version_info[:3])
+    control.sendall(json.dumps({"ready": not problem, "problem": problem, "python": version,
+                                "machine": kernel.machine}).encode())  # fmt: skip
+    if problem:
         return
-    for test, line in checks:
-        try:
-            run(build(test, "test.py", "exec"), namespace)
-            verdict = passed
-        except error as err:
-            report("test failed:", repr(err), file=stderr)
-            verdict = failed
-        write(results, line + verdict)
+    gc.collect()
+    gc.freeze()
+    Server(control, config, kernel).serve()
 
 
 if __name__ == "__main__":

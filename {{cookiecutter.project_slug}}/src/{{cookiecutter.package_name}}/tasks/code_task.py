@@ -6,19 +6,24 @@ import json
 from dataclasses import dataclass
 
 from .. import sandbox
-from . import DataDefaults, Task, message_text, think_answer
+from .base import DataDefaults, Task, message_text, think_answer
 
 
 @dataclass
 class TaskArguments:
-    """Recipe fields of the code task: sandbox limits and optional dataset columns."""
+    """Recipe fields of the code task: the sandbox and the optional dataset columns."""
 
     sandbox_workers: int = 2  # programs run in parallel per reward call
     sandbox_timeout: float = 5.0  # wall-clock seconds per program (all its tests)
     sandbox_memory_mb: int = 512  # address-space limit per program
+    # auto: bubblewrap, else util-linux unshare, else refuse to train; or name one of them;
+    # `process` opts into the weaker process-only sandbox (warned about on every run).
+    sandbox_isolation: str = "auto"
+    sandbox_python: str | None = None  # Python 3.11+ that runs the programs; null: this one
     solution_column: str | None = "code"  # reference solution, for ideal completions only
-    setup_column: str | None = "test_setup_code"  # code run before the tests (MBPP)
+    setup_column: str | None = "test_setup_code"  # code run before the program (MBPP)
     entry_point_column: str | None = None  # HumanEval: the function `check()` receives
+    stub_column: str | None = None  # HumanEval: `prompt`, the code the solution completes
 
 
 def user_message(row: dict, prompt_column: str, answer_column: str, task_args) -> str:
@@ -36,24 +41,86 @@ def gold(value) -> str:
     return json.dumps(list(value)) if isinstance(value, list) else str(value)
 
 
+def _stub(row: dict, task_args) -> str:
+    """The stub of a row: under the name rewards read, or its source column (raw rows)."""
+    value = row.get("stub")
+    if value is None and task_args.stub_column:
+        value = row.get(task_args.stub_column)
+    return value if isinstance(value, str) else ""
+
+
 def ideal_completion(row: dict, task_args) -> str:
+    """The reference solution in a code block; with a stub (HumanEval), stub + solution body."""
     column = task_args.solution_column
     solution = str(row.get(column) or "") if column else ""
-    return think_answer("Write the function the tests call.", f"```python\n{solution}\n```")
+    program = _stub(row, task_args) + solution
+    return think_answer("Write the function the tests call.", f"```python\n{program}\n```")
 
 
 def columns(task_args) -> dict[str, str]:
-    wanted = {"setup": "setup_column", "entry_point": "entry_point_column"}
+    wanted = {"setup": "setup_column", "entry_point": "entry_point_column", "stub": "stub_column"}
     return {name: field for name, field in wanted.items() if getattr(task_args, field)}
 
 
 def reward_settings(task_args) -> dict:
+    """The sandbox, checked now: without the configured isolation, training stops here (before
+    any model loads) with one line naming the fix."""
     limits = sandbox.Limits(
         timeout=task_args.sandbox_timeout,
         memory_mb=task_args.sandbox_memory_mb,
         workers=task_args.sandbox_workers,
+        isolation=task_args.sandbox_isolation,
+        python=task_args.sandbox_python,
     )
+    limits.level()  # raises SandboxUnavailable (a UserError) with the fix
     return {"limits": limits}
+
+
+def _compiles(code: str) -> str | None:
+    try:
+        compile(code, "<data>", "exec")
+    except (SyntaxError, ValueError) as err:
+        return f"{type(err).__name__}: {getattr(err, 'msg', err)}"
+    return None
+
+
+def validate(rows, source: str, task_args, answer_column: str) -> None:
+    """Every row's tests can be judged: at least one test, each valid Python with an `assert`
+    (a bare `42` or `None` line would pass without checking anything), HumanEval `check()`
+    code with an entry point, setup code and stubs that compile."""
+    from ..data import DataError
+    from ..rewards.code_rewards import parse_tests
+
+    entry_column = task_args.entry_point_column
+    entry_points = list(rows[entry_column]) if entry_column else None
+    extra = {c: list(rows[c]) for c in (task_args.setup_column, task_args.stub_column) if c}
+    for index, value in enumerate(rows[answer_column]):
+        where = f"{source} row {index + 1}: column '{answer_column}'"
+        entry_point = entry_points[index] if entry_points is not None else None
+        text = gold(value)
+        if "def check(" in text and not text.lstrip().startswith("[") and not entry_point:
+            raise DataError(
+                f"{where} holds HumanEval-style check(candidate) code, but no entry point: "
+                "set entry_point_column (HumanEval: entry_point)"
+            )
+        if entry_point is not None and not str(entry_point).isidentifier():
+            raise DataError(
+                f"{source} row {index + 1}: column '{task_args.entry_point_column}' is "
+                f"{entry_point!r}, not a Python name"
+            )
+        tests = parse_tests(text, entry_point)
+        if not tests:
+            raise DataError(f"{where} holds no tests")
+        for number, test in enumerate(tests, start=1):
+            problem = sandbox.test_problem(test, [entry_point] if entry_point else [])
+            if problem:
+                raise DataError(f"{where}, test {number} {problem}: {test[:120]!r}")
+        for column, values in extra.items():
+            problem = _compiles(str(values[index] or ""))
+            if problem:
+                raise DataError(
+                    f"{source} row {index + 1}: column '{column}' is not valid Python ({problem})"
+                )
 
 
 TASK = Task(
@@ -71,5 +138,6 @@ TASK = Task(
     gold=gold,
     columns=columns,
     reward_settings=reward_settings,
+    validate=validate,
     metrics=(("pass_rate", "code_correctness"),),
 )
