@@ -31,3 +31,10 @@ def test_weights_must_cover_the_reward_model_too():
     with pytest.raises(UserError, match="reward model"):
         check_reward_weights(["a", "b"], [1.0, 1.0], reward_model="some/rm")
     check_reward_weights(["a", "b"], [1.0, 1.0, 0.5], reward_model="some/rm")
+
+
+def test_reward_debug_scores_the_reward_model_beside_the_functions(tiny_reward_model, capsys):
+    from {{ cookiecutter.package_name }}.tools import reward_debug
+
+    assert reward_debug.debug(["--limit", "2", "--reward_model", str(tiny_reward_model)])
+    assert tiny_reward_model.name in capsys.readouterr().out

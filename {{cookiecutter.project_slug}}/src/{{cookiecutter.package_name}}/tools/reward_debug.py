@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ def parse_args(argv: Sequence[str] | None):
     parser = argparse.ArgumentParser(
         prog="python -m {{ cookiecutter.package_name }}.tools.reward_debug",
         description="Score the recipe's rewards on ideal or given completions.",
+        epilog="Other options are recipe overrides, e.g. --reward_model outputs/reward-model.",
     )
     parser.add_argument("--config", type=Path, default=DEFAULT_RECIPE, help="the recipe")
     parser.add_argument(
@@ -53,7 +55,7 @@ def parse_args(argv: Sequence[str] | None):
     parser.add_argument("--completions", type=Path, help="JSONL of completions to score")
     parser.add_argument("--limit", type=int, default=8, help="rows shown per table (default 8)")
     parser.add_argument("--max-rows", type=int, default=64, help="rows scored (default 64)")
-    return parser.parse_args(argv)
+    return parser.parse_known_args(argv)
 
 
 def load_completions(path: Path, rows: int) -> list[tuple[int, str]]:
@@ -92,6 +94,13 @@ def score(recipe, rows, pairs: list[tuple[int, str]]) -> list[Scores]:
         bounds = getattr(func, "reward_range", None)
         low, high = (bounds.low, bounds.high) if bounds else (float("-inf"), float("inf"))
         results.append(Scores(name, low, high, list(values)))
+    if recipe.script.reward_model:  # scored beside the functions, as GRPOTrainer does
+        from ..reward_model import score_pairs
+
+        model = recipe.script.reward_model
+        values = score_pairs(model, [row["prompt"] for row in chosen], texts)
+        name = model.rstrip("/").split("/")[-1]
+        results.append(Scores(name, float("-inf"), float("inf"), values))
     return results
 
 
@@ -116,8 +125,9 @@ def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
         summary.add_column(column)
     for result in results:
         values = result.applicable
-        at_top = bool(values) and all(v == result.high for v in values)
-        if ideal and not at_top:
+        bounded = math.isfinite(result.high)  # a reward model's score has no top
+        at_top = bounded and bool(values) and all(v == result.high for v in values)
+        if ideal and bounded and not at_top:
             ok = False
         summary.add_row(
             result.name,
@@ -126,19 +136,20 @@ def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
             f"{sum(values) / len(values):.3f}" if values else "-",
             f"{max(values):.3f}" if values else "-",
             str(len(result.values) - len(values)),
-            ("yes" if at_top else "NO") if ideal else "-",
+            ("yes" if at_top else "NO") if ideal and bounded else "-",
         )
     console.print(summary)
     return ok
 
 
 def debug(argv: Sequence[str] | None = None) -> bool:
-    args = parse_args(argv)
+    args, overrides = parse_args(argv)
     if args.data is None:
         sample = Layer(SAMPLE_DATA, sample_data_values())
-        recipe = parse_recipe(["--config", str(args.config)], extra=sample, read_only=True)
+        argv = ["--config", str(args.config), *overrides]
+        recipe = parse_recipe(argv, extra=sample, read_only=True)
     else:
-        argv = ["--config", str(args.config), "--dataset_name", str(args.data)]
+        argv = ["--config", str(args.config), "--dataset_name", str(args.data), *overrides]
         recipe = parse_recipe(argv, read_only=True)
     rows = data.load_training_rows(recipe.script, recipe.task)
     rows = rows.select(range(min(args.max_rows, len(rows))))
