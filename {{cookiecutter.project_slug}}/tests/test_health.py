@@ -1,8 +1,20 @@
-"""The health monitor: each check on crafted logs, and a real run whose reward never varies."""
+"""The health monitor: each check on crafted logs, the per-group spread it logs through TRL,
+and real runs whose reward, or correctness alone, never varies."""
 
+import asyncio
 import json
 
-from {{ cookiecutter.package_name }}.training.health import HEALTH_LOG, assess, default_limits, limits_from
+import pytest
+
+from {{ cookiecutter.package_name }}.tasks import TASK
+from {{ cookiecutter.package_name }}.training.health import (
+    HEALTH_LOG,
+    assess,
+    default_limits,
+    limits_from,
+    spread_metric,
+    watch_group_spread,
+)
 
 from conftest import smoke_train
 
@@ -98,3 +110,101 @@ def test_a_run_whose_reward_never_varies_triggers_the_reward_std_warning(tiny_mo
     assert trainer.state.global_step == 2
     record = json.loads((tmp_path / "run" / "run_record.json").read_text())
     assert record["status"].startswith("stopped by the health check")
+
+
+def test_correctness_without_spread_is_flagged_even_when_the_total_reward_varies():
+    key = spread_metric("acc")
+    rows = logs(1, **{key: 1.0, "frac_reward_zero_std": 0.0})
+    finding = checks(rows, correctness="acc")["correctness_spread"]
+    assert finding.severity == "warning" and "phantom gradients" in finding.message
+    assert "make filter" in finding.message
+    assert "correctness_spread" not in checks(logs(1, **{key: 0.5}), correctness="acc")
+    assert "correctness_spread" not in checks(rows)  # no correctness reward named: not checked
+    # No correctness signal at all for a plateau's length of logs: fatal.
+    dead = checks(logs(20, **{key: 1.0}), correctness="acc", flat_logs=20)
+    assert dead["correctness_spread"].severity == "fatal"
+
+
+def test_vllm_rollouts_the_trainer_disagrees_with_are_flagged():
+    healthy = {"sampling/sampling_logp_difference/mean": 0.01,
+               "sampling/importance_sampling_ratio/mean": 1.0,
+               "sampling/importance_sampling_ratio/min": 0.6}  # fmt: skip
+    assert "sampling" not in checks(logs(3, **healthy))
+    gap = checks(logs(1, **{**healthy, "sampling/sampling_logp_difference/mean": 0.3}))
+    assert "0.3 nats" in gap["sampling"].message and "token_truncate" in gap["sampling"].message
+    low = checks(logs(1, **{**healthy, "sampling/importance_sampling_ratio/mean": 0.55}))
+    assert "mean importance ratio is 0.55" in low["sampling"].message
+    masked = {**healthy, "sampling/importance_sampling_ratio/min": 0.0}
+    assert "sampling" not in checks(logs(2, **masked), patience=3)  # one-off drops are normal
+    assert "masked out" in checks(logs(3, **masked), patience=3)["sampling"].message
+
+
+def call_like_trl(func, values_per_prompt, logged):
+    """Call a wrapped reward as TRL does: prompts repeated per completion, and log_metric."""
+    prompts = [p for p, values in values_per_prompt for _ in values]
+    completions = [v for _, values in values_per_prompt for v in values]
+    return func(prompts=prompts, completions=completions,
+                log_metric=lambda name, value: logged.append((name, value)))  # fmt: skip
+
+
+def echo(completions, **kwargs):
+    return list(completions)
+
+
+def test_the_per_group_spread_of_a_reward_is_logged_through_trl():
+    watched = watch_group_spread(echo, num_generations=4)
+    assert watched.__name__ == "echo"
+    logged = []
+    scores = call_like_trl(watched, [("a", [1.0, 1.0, 1.0, 1.0]), ("b", [0.0, 1.0, 0.0, 0.0])],
+                           logged)  # fmt: skip
+    assert scores == [1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0]
+    assert logged == [("rewards/echo/frac_zero_std", 0.5)]
+    # None ("not applicable") is left out of a group, as TRL does; an unscored group is skipped.
+    logged.clear()
+    call_like_trl(watched, [("a", [None, 1.0, 1.0, None]), ("b", [None] * 4)], logged)
+    assert logged == [("rewards/echo/frac_zero_std", 1.0)]
+    # A batch that does not hold whole groups (a group split across processes): nothing logged.
+    logged.clear()
+    call_like_trl(watched, [("a", [1.0, 1.0]), ("b", [0.0, 1.0])], logged)
+    assert logged == []
+
+
+def test_async_rewards_stay_async():
+    async def scored(completions, **kwargs):
+        return [0.0] * len(completions)
+
+    watched = watch_group_spread(scored, num_generations=2)
+    logged = []
+    coroutine = call_like_trl(watched, [("a", [1, 2])], logged)
+    assert asyncio.run(coroutine) == [0.0, 0.0] and logged == [(spread_metric("scored"), 1.0)]
+
+
+def alternating_format(completions, **kwargs):
+    """A stand-in format reward that always varies within a group."""
+    return [float(i % 2) for i in range(len(completions))]
+
+
+@pytest.mark.slow
+def test_a_run_whose_correctness_never_varies_warns_though_format_varies(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    """The tiny random model never answers correctly, while the stand-in format reward varies in
+    every group: the total reward has spread, correctness has none. Also: the run ends with
+    Trainer.end() (closing trackers and the process group), as TRL's own script does."""
+    from transformers import Trainer
+
+    ended = []
+    monkeypatch.setattr(Trainer, "end", lambda self: ended.append(self), raising=False)
+    correctness = TASK.metrics[0][1]
+    trainer = smoke_train(
+        tiny_model_dir, tmp_path / "run", "--reward_funcs", correctness,
+        "tests.test_health.alternating_format", "--reward_weights", "1.0", "1.0",
+        "--max_steps", "1",
+    )  # fmt: skip
+    rows = [r for r in trainer.state.log_history if "reward" in r]
+    assert all(r[spread_metric(correctness)] == 1.0 for r in rows)
+    assert all(r["frac_reward_zero_std"] == 0.0 for r in rows)
+    events = [json.loads(line) for line in (tmp_path / "run" / HEALTH_LOG).read_text().splitlines()]
+    raised = [e for e in events if e["check"] == "correctness_spread" and e["event"] == "raised"]
+    assert raised and "phantom gradients" in raised[0]["message"]
+    assert ended == [trainer]

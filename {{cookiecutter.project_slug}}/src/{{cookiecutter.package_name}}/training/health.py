@@ -6,11 +6,23 @@ GRPO fails quietly: the loss says nothing (it is about 0 by construction), so th
 calls it at every log, reports each new finding once (and when it clears), appends the events
 to `output_dir/health.jsonl`, and stops the run (after saving a checkpoint) on a fatal finding
 when the recipe sets `health_stop_on_fatal: true`.
+
+Two signals TRL does not log as such are made here:
+- the correctness reward's own spread per group. TRL logs `frac_reward_zero_std` on the total
+  reward and `rewards/<name>/std` over the whole batch; a group whose completions all fail (or
+  all pass) the correctness check still has total-reward spread from the format and length
+  rewards, so it trains format while looking healthy ("phantom gradients").
+  `watch_group_spread` wraps each reward function to log, through TRL's `log_metric`, the share
+  of its groups whose scores are all equal (`rewards/<name>/frac_zero_std`);
+- the vLLM rollout correction (`sampling/*`): a large trainer/vLLM logprob gap or an importance
+  ratio far from 1 means rollouts are down-weighted or dropped.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import json
 import logging
 import math
@@ -37,8 +49,12 @@ class Limits:
     flat_delta: float
     patience: int  # consecutive logs before a persistent problem is fatal
     beta: float = 0.0
-    correctness: str | None = None  # reward whose mean is compared with the completion length
+    correctness: str | None = None  # the task's correctness reward (hacking, per-group spread)
     max_completion_length: int = 0
+    # vLLM rollouts (sampling/* metrics): mean |trainer - vLLM| logprob per token (nats), and how
+    # far the mean importance ratio may sit from 1 (below: rollouts down-weighted or dropped).
+    logp_difference_max: float = 0.05
+    importance_ratio_tolerance: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -49,6 +65,14 @@ class Finding:
     value: float
     limit: float
     message: str  # what it means and what to change
+
+
+SPREAD_METRIC = "rewards/{name}/frac_zero_std"
+
+
+def spread_metric(name: str) -> str:
+    """The metric `watch_group_spread` logs for a reward: its share of zero-spread groups."""
+    return SPREAD_METRIC.format(name=name)
 
 
 def training_rows(history: list[dict]) -> list[dict]:
@@ -81,11 +105,13 @@ def assess(history: list[dict], limits: Limits) -> list[Finding]:
         f
         for f in (
             _zero_std(rows, last, step, limits),
+            _correctness_spread(rows, last, step, limits),
             _kl(rows, last, step, limits),
             _entropy(last, step, limits),
             _clipped(last, step, limits),
             _flat(rows, step, limits),
             _hacking(rows, step, limits),
+            _sampling(rows, last, step, limits),
         )
         if f is not None
     ]
@@ -113,7 +139,38 @@ def _zero_std(rows, last, step, limits: Limits) -> Finding | None:
         f"{value:.0%} of prompt groups scored all their completions the same (reward_std "
         f"{std if std is not None else float('nan'):.3g}): those groups teach nothing. Check the "
         "rewards on real completions (make reward-debug), keep prompts the model sometimes but "
-        "not always solves, or raise num_generations / temperature.",
+        "not always solves (make filter), or raise num_generations / temperature.",
+    )
+
+
+def _correctness_spread(rows, last, step, limits: Limits) -> Finding | None:
+    """The correctness reward alone: groups where every completion scored the same."""
+    if not limits.correctness:
+        return None
+    key = spread_metric(limits.correctness)
+    value = _number(last, key)
+    if value is None or value < limits.zero_std_max:
+        return None
+    recent = _series(rows[-limits.flat_logs :], key)
+    dead = len(recent) == limits.flat_logs and all(v >= 1.0 - 1e-9 for v in recent)
+    total = _number(last, "frac_reward_zero_std")
+    phantom = ""
+    if total is not None and total < value - 1e-9:
+        phantom = (
+            f"; only {total:.0%} have no spread in the total reward: the format and length "
+            "rewards still vary, so those groups train format and length while correctness "
+            "gets no gradient (phantom gradients)"
+        )
+    return Finding(
+        "correctness_spread",
+        "fatal" if dead else "warning",
+        step,
+        value,
+        limits.zero_std_max,
+        f"{value:.0%} of prompt groups gave every completion the same {limits.correctness} "
+        f"score{phantom}. Train on prompts the model solves sometimes but not always: `make "
+        "filter` measures each prompt's pass rate and writes the ones in a band; or raise "
+        "num_generations / temperature, or train the format first (make stages).",
     )
 
 
@@ -212,6 +269,96 @@ def _hacking(rows, step, limits: Limits) -> Finding | None:
         "format or length reward. Read recent completions (make report), lower those rewards' "
         "weights or add a length penalty.",
     )
+
+
+def _sampling(rows, last, step, limits: Limits) -> Finding | None:
+    """vLLM rollouts that the trainer scores differently: down-weighted or dropped updates."""
+    gap = _number(last, "sampling/sampling_logp_difference/mean")
+    ratio = _number(last, "sampling/importance_sampling_ratio/mean")
+    recent = rows[-limits.patience :]
+    dropped = len(recent) == limits.patience and all(
+        _number(r, "sampling/importance_sampling_ratio/min") == 0.0 for r in recent
+    )
+    signs = []
+    if gap is not None and gap > limits.logp_difference_max:
+        signs.append(f"vLLM's token logprobs differ from the trainer's by {gap:.3g} nats")
+    if ratio is not None and abs(ratio - 1.0) > limits.importance_ratio_tolerance:
+        signs.append(f"the mean importance ratio is {ratio:.3g} (1 when they agree)")
+    if dropped:
+        signs.append(f"some rollouts were masked out in each of the last {limits.patience} logs")
+    if not signs:
+        return None
+    return Finding(
+        "sampling",
+        "warning",
+        step,
+        gap if gap is not None else (ratio if ratio is not None else 0.0),
+        limits.logp_difference_max,
+        "; ".join(signs) + ": the rollouts come from a model the trainer does not match, so their "
+        "updates are shrunk or dropped. Check that vLLM is within TRL's supported range (make "
+        "doctor) and generates with the trained weights in the training dtype, and drop "
+        "top_k/top_p/min_p truncation (it biases vLLM's logprobs). Keep "
+        "vllm_importance_sampling_mode: token_truncate (every algorithm preset's): the sequence "
+        "modes multiply the gap over a whole completion and mask long ones.",
+    )
+
+
+def _group_zero_spread(values: list, prompts: list, size: int) -> float | None:
+    """Share of complete groups (runs of `size` completions of one prompt) whose scores are all
+    equal; None when the batch is not made of whole groups (e.g. a group split across
+    processes) or no group was scored."""
+    if size < 2 or not values or len(values) % size or len(prompts) != len(values):
+        return None
+    flat = 0
+    counted = 0
+    for start in range(0, len(values), size):
+        group = [str(p) for p in prompts[start : start + size]]
+        if any(p != group[0] for p in group):
+            return None
+        scores = [float(v) for v in values[start : start + size] if _finite(v)]
+        if not scores:
+            continue  # every completion unscorable: TRL leaves the group out too
+        counted += 1
+        flat += max(scores) - min(scores) < 1e-6
+    return flat / counted if counted else None
+
+
+def _finite(value) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
+def watch_group_spread(func, num_generations: int):
+    """The reward function, also logging (TRL's `log_metric`) the share of its prompt groups
+    whose completions all scored the same: `rewards/<name>/frac_zero_std`. Same name and
+    attributes as `func`, so TRL logs it as before; async functions stay async."""
+    if not callable(func) or isinstance(func, str):
+        return func
+    key = spread_metric(getattr(func, "__name__", "reward"))
+
+    def report(values, kwargs) -> None:
+        log_metric = kwargs.get("log_metric")
+        share = _group_zero_spread(list(values or []), list(kwargs.get("prompts") or []),
+                                   num_generations)  # fmt: skip
+        if log_metric is not None and share is not None:
+            log_metric(key, share)
+
+    if inspect.iscoroutinefunction(func):
+
+        @functools.wraps(func)
+        async def watched_async(*args, **kwargs):
+            values = await func(*args, **kwargs)
+            report(values, kwargs)
+            return values
+
+        return watched_async
+
+    @functools.wraps(func)
+    def watched(*args, **kwargs):
+        values = func(*args, **kwargs)
+        report(values, kwargs)
+        return values
+
+    return watched
 
 
 class HealthMonitor(TrainerCallback):
