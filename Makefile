@@ -6,11 +6,18 @@ ARGS ?=
 .PHONY: help install-test test test-fast demo lint questions
 
 help: ## List the targets
-	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {n[NR] = $$1; d[NR] = $$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= NR; i++) printf "  %-" w "s  %s\n", n[i], d[i]}'
 
-install-test: ## Install what the tests need (torch's CPU-capable 2.13.0 first)
-	$(PYTHON) -m pip install "torch==2.13.0"
+TORCH := torch==2.13.0
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+
+install-test: ## Install what the tests need (torch 2.13.0's CPU build first; PyPI if that index fails)
+	$(PYTHON) -m pip install --retries 1 --timeout 15 --index-url $(TORCH_CPU_INDEX) "$(TORCH)" \
+	  || $(PYTHON) -m pip install "$(TORCH)"
 	$(PYTHON) -m pip install -r requirements-test.txt
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq \
+	  && apt-get install -y -qq --no-install-recommends bubblewrap; } \
+	  || echo "install-test: no bubblewrap (apt-get install bubblewrap as root): the code sandbox uses unshare"
 
 test: install-test ## Install, then run every test (bakes projects and runs their suites; about 25 min on 2 cores)
 	$(PYTHON) -m pytest $(ARGS)

@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from functools import cached_property
 
-from . import catalog, tasks, tiers
+from . import algorithms, catalog, tasks, tiers
 from .catalog import ModelSpec
 from .tuning import DoesNotFit, Plan, plan
 
@@ -55,6 +55,10 @@ RESERVED_PACKAGES = {
 }
 
 
+# The custom model id's default: shown at the prompt so the format is clear, never accepted.
+CUSTOM_ID_PLACEHOLDER = "your-org/your-model"
+
+
 class AnswerError(ValueError):
     """An answer (or combination of answers) that cannot produce a working project."""
 
@@ -73,6 +77,8 @@ class Answers:
     tracker: str
     num_gpus: str = "1"
     num_nodes: str = "1"
+    # Projects generated before the answer existed trained TRL's default loss: dapo.
+    algorithm: str = algorithms.DEFAULT
 
     @classmethod
     def from_context(cls, context: dict) -> Answers:
@@ -140,6 +146,11 @@ def check_model(answers: Answers) -> None:
     _choice("model", answers.model, [*catalog.CATALOG, catalog.CUSTOM])
     if answers.model != catalog.CUSTOM:
         return
+    if answers.custom_model_id == CUSTOM_ID_PLACEHOLDER:
+        raise AnswerError(
+            f"custom_model_id is still the placeholder {CUSTOM_ID_PLACEHOLDER!r}: give the Hub id "
+            "of your model, e.g. custom_model_id=mistralai/Mistral-7B-Instruct-v0.3"
+        )
     if not catalog.valid_hub_id(answers.custom_model_id):
         raise AnswerError(
             f"custom_model_id {answers.custom_model_id!r} is not a Hub model id: use owner/name, "
@@ -172,6 +183,12 @@ def check_backend(answers: Answers) -> None:
             f"backend=unsloth is not offered for the {answers.gpu_tier} tier: Unsloth's multi-GPU "
             "GRPO is not mature; use backend=transformers for several GPUs, or a single-GPU tier"
         )
+    spec = answers.model_spec
+    if answers.backend == "unsloth" and spec.unsloth:
+        raise AnswerError(
+            f"backend=unsloth is not offered for {spec.hub_id}: {spec.unsloth}; use "
+            "backend=transformers"
+        )
 
 
 def check_scale(answers: Answers) -> None:
@@ -181,6 +198,13 @@ def check_scale(answers: Answers) -> None:
     if answers.gpu_tier == "multi-node":
         _count("num_gpus", answers.num_gpus, 1, tiers.MAX_GPUS_PER_NODE)
         _count("num_nodes", answers.num_nodes, 2, tiers.MAX_NODES)
+    tier = tiers.TIERS[answers.gpu_tier]
+    if not tier.scalable and answers.num_gpus not in ("", "1"):
+        raise AnswerError(
+            f"num_gpus={answers.num_gpus} does not apply to the {tier.name} tier (one "
+            f"{'machine' if not tier.is_gpu else 'GPU'}): leave num_gpus out, or choose "
+            "gpu_tier=multi-gpu (one node) or gpu_tier=multi-node"
+        )
 
 
 def validate(context: dict) -> Answers:
@@ -192,6 +216,7 @@ def validate(context: dict) -> Answers:
     _choice("gpu_tier", answers.gpu_tier, tiers.TIERS)
     _choice("backend", answers.backend, BACKENDS)
     _choice("tracker", answers.tracker, TRACKERS)
+    _choice("algorithm", answers.algorithm, algorithms.ALGORITHMS)
     check_scale(answers)
     check_backend(answers)
     try:
@@ -199,3 +224,24 @@ def validate(context: dict) -> Answers:
     except DoesNotFit as err:
         raise AnswerError(str(err)) from err
     return answers
+
+
+def validate_early(context: dict) -> None:
+    """What can be refused as soon as the model, task and tier are answered, before the other
+    questions are asked: the names, the model, and (for single-machine tiers) whether the model
+    fits with either backend. The pre-generation hook still runs `validate` on everything."""
+    answers = Answers.from_context({"backend": BACKENDS[0], "tracker": TRACKERS[0], **context})
+    check_names(answers)
+    check_model(answers)
+    _choice("task_type", answers.task_type, tasks.TASKS)
+    _choice("gpu_tier", answers.gpu_tier, tiers.TIERS)
+    if tiers.TIERS[answers.gpu_tier].scalable:
+        return  # the fit depends on the GPU and node counts, asked next
+    refusals = []
+    for backend in BACKENDS:
+        try:
+            dataclasses.replace(answers, backend=backend).plan  # noqa: B018 - the check
+            return
+        except DoesNotFit as err:
+            refusals.append(str(err))
+    raise AnswerError(refusals[0])

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import recipe, stack, stages
+from . import algorithms, recipe, reward_model, stack, stages_recipe
 from .answers import Answers
 
 
 def launch_command(plan) -> str:
     """How this tier's training is started."""
     if plan.tier.nodes > 1:
-        return "sbatch scripts/multinode.sbatch (runs python -m <package>.training.launch on every node)"
+        return "sbatch scripts/multinode.sbatch (python -m <package>.training.launch on each node)"
     if plan.processes > 1 or plan.vllm_mode == "server":
         return "python -m <package>.training.launch (vLLM server + accelerate launch)"
     return "make train (python -m <package>.train --config configs/grpo.yaml)"
@@ -28,6 +28,17 @@ def train_command(plan) -> str:
     if plan.processes > 1 or plan.vllm_mode == "server":
         return "$(PYTHON) -m $(PKG).training.launch -- $(ARGS)"
     return "$(PYTHON) -m $(PKG).train --config $(RECIPE) $(ARGS)"
+
+
+def smoke_distributed_command(plan) -> str:
+    """The Makefile's `smoke-distributed` line: the tier's own launch path (accelerate with the
+    plan's config) on 2 CPU processes; tiers without a launcher run torchrun (gloo) directly."""
+    if plan.launched_by_accelerate:
+        return "$(PYTHON) -m $(PKG).training.launch --smoke -- $(ARGS)"
+    return (
+        "$(PYTHON) -m torch.distributed.run --nproc_per_node 2 -m $(PKG).train --config "
+        "$(RECIPE) --smoke --output_dir outputs/smoke-distributed $(ARGS)"
+    )
 
 
 def post_install(backend: str) -> str:
@@ -45,10 +56,10 @@ def distribution(plan) -> str:
     if plan.tier.gpus <= 1:
         return "one device"
     server = f" + vLLM server on {plan.vllm_server_gpus} GPU(s)" if plan.vllm_server_gpus else ""
-    return (
-        f"{plan.processes} training processes on {plan.tier.nodes} node(s) with "
-        f"configs/accelerate/{plan.distributed}.yaml{server}"
+    processes = (
+        "1 training process" if plan.processes == 1 else f"{plan.processes} training processes"
     )
+    return f"{processes} on {plan.tier.nodes} node(s) with {plan.accelerate_config}{server}"
 
 
 def recipe_header(answers: Answers) -> str:
@@ -71,13 +82,29 @@ def rewards_table(answers: Answers) -> str:
     return "\n".join(lines)
 
 
+PACKAGE = "<package>"  # the knowledge modules' stand-in for the package name, filled in here
+
+
 def values(answers: Answers) -> dict:
+    """Every value the template places, with the package's real name where a text names it."""
+    found = _values(answers)
+    return {
+        key: value.replace(PACKAGE, answers.package_name) if isinstance(value, str) else value
+        for key, value in found.items()
+    }
+
+
+def _values(answers: Answers) -> dict:
     plan = answers.plan
     return {
         "model_id": plan.model.hub_id,
         "tiny_arch": plan.model.tiny_arch,
+        "chat_template": plan.model.chat_template or "",
         "sample_data": plan.task.sample_data,
-        "recipe_yaml": recipe.render(plan, answers.tracker, recipe_header(answers)),
+        "recipe_yaml": recipe.render(
+            plan, answers.tracker, recipe_header(answers), answers.algorithm
+        ),
+        "reward_model_yaml": reward_model.render(plan, answers.tracker),
         "output_dir": f"outputs/{recipe.run_name(plan)}",
         "dependencies": stack.dependencies(
             answers.backend, answers.tracker, plan.task.extra_dependencies
@@ -85,6 +112,7 @@ def values(answers: Answers) -> dict:
         "gpu_dependencies": stack.gpu_dependencies(plan),
         "dev_dependencies": list(stack.DEV),
         "cpu_torch": stack.CPU_TORCH,
+        "torch_cpu_index": stack.TORCH_CPU_INDEX,
         "mode": plan.mode,
         "memory_summary": plan.memory.summary(),
         "tier_label": plan.tier.label,
@@ -96,20 +124,23 @@ def values(answers: Answers) -> dict:
         "tier_memory_gib": plan.tier.memory_gib,
         "processes": plan.processes,
         "distributed": plan.distributed,
+        "accelerate_config": plan.accelerate_config or "",
         "vllm_server_gpus": plan.vllm_server_gpus,
         "estimated_peak_gib": round(plan.memory.peak_gib, 1),
         "launch_command": launch_command(plan),
         "train_command": train_command(plan),
+        "smoke_distributed_command": smoke_distributed_command(plan),
         "post_install": post_install(answers.backend),
         "checkpointing_key": recipe.checkpointing_key(plan),
-        "vllm_share_key": "gpu_memory_utilization"
+        "vllm_share_advice": "turn `fast_inference` off (Unsloth's standby vLLM sets its own "
+        "share of the GPU)"
         if answers.backend == "unsloth"
-        else "vllm_gpu_memory_utilization",
+        else "lower `vllm_gpu_memory_utilization` (vLLM's share)",
         "stack_summary": stack.summary(answers.backend),
         "distribution": distribution(plan),
         "example_prompt": plan.task.example_prompt,
         "rewards_table": rewards_table(answers),
-        "stages_yaml": stages.render(plan),
+        "stages_yaml": stages_recipe.render(plan),
         "metric_note": plan.task.metric_note,
         "tracker_note": recipe.TRACKER_NOTES[answers.tracker],
         "reward_weights_plus_one": " ".join(f"{r.weight:g}" for r in plan.task.rewards) + " 0.5",
@@ -117,6 +148,9 @@ def values(answers: Answers) -> dict:
         "sample_what": plan.task.sample_what,
         "sample_source": plan.task.sample_source,
         "sample_license": plan.task.sample_license,
+        "algorithm_table": algorithms.readme_table(answers.algorithm),
+        "algorithm_paper": "{0.paper}, arXiv:{0.arxiv}".format(algorithms.get(answers.algorithm)),
+        "correctness_reward": next(r.name for r in plan.task.rewards if r.kind == "correctness"),
     }
 
 

@@ -20,7 +20,7 @@ from jinja2 import nodes, pass_context
 from jinja2.exceptions import TemplateSyntaxError, UndefinedError
 from jinja2.ext import Extension
 
-from . import bake
+from . import derived
 
 TEMPLATE_ROOT = Path(__file__).resolve().parent.parent
 _DELIMITERS = ("{{", "{%", "{#")
@@ -69,10 +69,40 @@ def renders_as_template(environment, source: str) -> bool:
     return source in trusted_sources() or is_plain_reference(environment, source)
 
 
+def _refuse(check, answers_so_far) -> str:
+    """Run an answers check while cookiecutter asks its questions: a bad answer prints one line
+    and stops there, before anything is written and without cookiecutter's traceback (which a
+    failing pre-generation hook prints). Renders as nothing when the answers are fine."""
+    import sys
+
+    from .answers import AnswerError
+
+    try:
+        check(dict(answers_so_far))
+    except AnswerError as err:
+        print(f"ERROR: {err}", file=sys.stderr)
+        raise SystemExit(1) from None
+    return ""
+
+
+def _validate_early(answers_so_far) -> str:
+    """After the tier is answered: names, model and fit (answers.validate_early)."""
+    from .answers import validate_early
+
+    return _refuse(validate_early, answers_so_far)
+
+
+def _validate(answers_so_far) -> str:
+    """After the last question: every answer (answers.validate, as the pre-generation hook)."""
+    from .answers import validate
+
+    return _refuse(validate, answers_so_far)
+
+
 @pass_context
 def _grpo(context, name: str):
     try:
-        return bake.lookup(context["cookiecutter"], name)
+        return derived.lookup(context["cookiecutter"], name)
     except KeyError as err:  # an UndefinedError makes cookiecutter remove the half-made folder
         raise UndefinedError(f"grpo() has no value named {name!r}") from err
 
@@ -83,6 +113,8 @@ class GrpoExtension(Extension):
     def __init__(self, environment):
         super().__init__(environment)
         environment.globals["grpo"] = _grpo
+        environment.globals["grpo_validate_early"] = _validate_early
+        environment.globals["grpo_validate"] = _validate
         environment.globals["grpo_template_root"] = lambda: str(TEMPLATE_ROOT)
         compile_string = environment.from_string
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import memory, tuning
 from .answers import Answers
 
 
@@ -24,7 +25,12 @@ def _task_files(task: str, *extra: str) -> tuple[str, ...]:
 
 
 MULTI_GPU = ("multi-gpu", "multi-node")
-ACCELERATE = tuple(f"configs/accelerate/{name}.yaml" for name in ("ddp", "zero2", "zero3", "fsdp2"))
+# One accelerate config per distribution strategy the tuning plans (tuning.accelerate_config), and
+# FSDP2 for users who prefer it.
+ACCELERATE = (
+    *(tuning.accelerate_config(strategy) for strategy in memory.SHARDED),
+    "configs/accelerate/fsdp2.yaml",
+)
 
 # (question, answers that keep the files, files relative to the project root; {pkg} = package).
 VARIANTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
@@ -36,7 +42,9 @@ VARIANTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
             "code",
             "src/{pkg}/sandbox/__init__.py",
             "src/{pkg}/sandbox/harness.py",
+            "src/{pkg}/sandbox/isolation.py",
             "tests/test_sandbox.py",
+            "tests/test_code_pythons.py",
         ),
     ),
     ("task_type", ("json",), _task_files("json")),

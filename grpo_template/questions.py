@@ -11,15 +11,17 @@ import argparse
 import json
 from pathlib import Path
 
-from . import answers, catalog, tasks, tiers
+from . import algorithms, answers, catalog, replay, tasks, tiers
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _model_label(spec: catalog.ModelSpec) -> str:
+    active = f", {spec.active_params / 1e9:.1f}B active" if spec.is_moe else ""
+    vision = ", vision-language" if spec.tower_params else ""
     gated = ", gated" if spec.gated else ""
     thinking = ", thinking" if spec.thinking else ""
-    return f"{spec.hub_id} ({spec.params_b:.1f}B{thinking}{gated})"
+    return f"{spec.hub_id} ({spec.params_b:.1f}B{active}{vision}{thinking}{gated})"
 
 
 def _first(default: str, names) -> list[str]:
@@ -30,19 +32,34 @@ def _first(default: str, names) -> list[str]:
 def questions() -> dict:
     models = _first(catalog.DEFAULT_MODEL, catalog.CATALOG) + [catalog.CUSTOM]
     custom = f"cookiecutter.model == '{catalog.CUSTOM}'"
+    # The multi-GPU tiers' default machine size is the tier's own (tiers.TIERS).
+    gpus = tiers.TIERS["multi-gpu"].gpus_per_node
+    nodes = tiers.TIERS["multi-node"].nodes
+    scalable = tuple(name for name, tier in tiers.TIERS.items() if tier.scalable)
     return {
         "project_name": "My GRPO Project",
         "project_slug": "{{ cookiecutter.project_name | slugify }}",
         "package_name": "{{ cookiecutter.project_slug | replace('-', '_') }}",
         "model": models,
-        "custom_model_id": "{{ 'your-org/your-model' if " + custom + " else 'n/a' }}",
+        "custom_model_id": "{{ '"
+        + answers.CUSTOM_ID_PLACEHOLDER
+        + "' if "
+        + custom
+        + " else 'n/a' }}",
         "custom_model_params_b": "{{ '7' if " + custom + " else '0' }}",
         "task_type": _first(tasks.DEFAULT_TASK, tasks.TASKS),
         "gpu_tier": _first(tiers.DEFAULT_TIER, tiers.TIERS),
-        "num_gpus": "{{ '8' if cookiecutter.gpu_tier in ('multi-gpu', 'multi-node') else '1' }}",
-        "num_nodes": "{{ '2' if cookiecutter.gpu_tier == 'multi-node' else '1' }}",
+        # Rendering this default checks the answers so far (grpo_validate_early): a model that
+        # cannot fit is refused before the remaining questions, in one line.
+        "num_gpus": "{{ grpo_validate_early(cookiecutter) }}"
+        + f"{{{{ '{gpus}' if cookiecutter.gpu_tier in {scalable!r} else '1' }}}}",
+        "num_nodes": f"{{{{ '{nodes}' if cookiecutter.gpu_tier == 'multi-node' else '1' }}}}",
         "backend": list(answers.BACKENDS),
+        "algorithm": _first(algorithms.DEFAULT, algorithms.ALGORITHMS),
         "tracker": list(answers.TRACKERS),
+        # Rendered (never asked) after the last answer: refuses a bad combination in one line,
+        # without the traceback a failing pre-generation hook gets from cookiecutter.
+        replay.CHECKED_KEY: "{{ grpo_validate(cookiecutter) }}",
         "_extensions": ["grpo_template.jinja.GrpoExtension"],
         "_copy_without_render": ["*.jinja"],
         "__prompts__": {
@@ -70,6 +87,10 @@ def questions() -> dict:
                 "__prompt__": "Training backend",
                 "transformers": "Transformers + TRL + PEFT (every tier)",
                 "unsloth": "Unsloth (faster, less memory; cpu and single-GPU tiers)",
+            },
+            "algorithm": {
+                "__prompt__": "GRPO algorithm (the same on both backends; README: which to pick)",
+                **{a.name: a.label for a in algorithms.ALGORITHMS.values()},
             },
             "tracker": {
                 "__prompt__": "Experiment tracker",

@@ -11,6 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from . import algorithms
 from .tuning import Plan
 
 TRACKER_NOTES = {
@@ -26,6 +27,9 @@ class Entry:
     key: str
     value: object
     comment: str = ""
+    # True when the value is the field's default in the generated project's dataclass, written
+    # so the user sees it (tests/test_recipe_defaults.py proves the two agree, field by field).
+    is_default: bool = False
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,8 @@ def yaml_scalar(value: object) -> str:
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(yaml_scalar(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)}: {yaml_scalar(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"no YAML form for {type(value).__name__}")
 
 
@@ -64,20 +70,35 @@ def run_name(plan: Plan) -> str:
     return re.sub(r"[^a-z0-9.]+", "-", f"{short}-{plan.task.name}-grpo").strip("-")
 
 
-def sections(plan: Plan, tracker: str) -> list[Section]:
+def sections(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> list[Section]:
     task, model, tier = plan.task, plan.model, plan.tier
     rewards = task.rewards
     data = Section(
         "data and prompts (ScriptArguments, src/<package>/config.py)",
         (
             Entry(
-                "dataset_name", task.dataset_name, "Hub id, or a local .jsonl/.csv/.parquet file"
+                "dataset_name",
+                task.dataset_name,
+                "Hub id, or a local .jsonl/.csv/.parquet file",
+                is_default=True,
             ),
-            Entry("dataset_config", task.dataset_config, "Hub dataset configuration"),
-            Entry("dataset_train_split", task.train_split),
-            Entry("dataset_test_split", task.test_split, "held out for evaluation"),
-            Entry("prompt_column", task.prompt_column, "column with the question"),
-            Entry("answer_column", task.answer_column, "column with the gold answer"),
+            Entry(
+                "dataset_config", task.dataset_config, "Hub dataset configuration", is_default=True
+            ),
+            Entry("dataset_train_split", task.train_split, is_default=True),
+            Entry(
+                "dataset_test_split",
+                task.test_split,
+                "held out for evaluation"
+                if task.test_split != task.train_split
+                else "this dataset has one split: evaluate on your own held-out data "
+                "(make evaluate ARGS='--dataset_name FILE')",
+                is_default=True,
+            ),
+            Entry("prompt_column", task.prompt_column, "column with the question", is_default=True),
+            Entry(
+                "answer_column", task.answer_column, "column with the gold answer", is_default=True
+            ),
             Entry(
                 "system_prompt", task.system_prompt, "states the output format the rewards check"
             ),
@@ -157,10 +178,12 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
                 plan.max_completion_length,
                 _completion_comment(plan),
             ),
+            Entry("chat_template_kwargs", plan.chat_template_kwargs, _template_comment(plan)),
             *(_vllm_entries(plan) if plan.backend == "transformers" else []),
             Entry(
                 "beta", 0.0, "no KL term (TRL default); 0.001-0.04 keeps the policy near the base"
             ),
+            *(Entry(k, v, why) for k, v, why in algorithms.entries(algorithm)),
             *precision,
             Entry(
                 checkpointing_key(plan),
@@ -190,17 +213,18 @@ def sections(plan: Plan, tracker: str) -> list[Section]:
         )
     if task.arguments:
         title = f"{task.name} task (TaskArguments, src/<package>/tasks/{task.name}_task.py)"
-        result.append(Section(title, tuple(Entry(a.key, a.value, a.why) for a in task.arguments)))
+        entries = tuple(Entry(a.key, a.value, a.why, is_default=True) for a in task.arguments)
+        result.append(Section(title, entries))
     return [*result, Section("model (trl.ModelConfig)", tuple(model_entries)), training]
 
 
-def render(plan: Plan, tracker: str, header: str) -> str:
+def render(plan: Plan, tracker: str, header: str, algorithm: str = algorithms.DEFAULT) -> str:
     """The whole recipe file."""
     lines = [f"# {line}" if line else "#" for line in header.splitlines()]
     lines += [f"# Memory estimate per device: {plan.memory.summary()}."]
     for note in plan.notes:
         lines.append(f"# NOTE: {note}.")
-    for section in sections(plan, tracker):
+    for section in sections(plan, tracker, algorithm):
         lines += ["", f"# --- {section.title} ---"]
         for entry in section.entries:
             line = f"{entry.key}: {yaml_scalar(entry.value)}"
@@ -210,9 +234,14 @@ def render(plan: Plan, tracker: str, header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def values(plan: Plan, tracker: str) -> dict:
+def values(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> dict:
     """The recipe as a dict (what `yaml.safe_load` of the rendered file must give)."""
-    return {e.key: e.value for s in sections(plan, tracker) for e in s.entries}
+    return {e.key: e.value for s in sections(plan, tracker, algorithm) for e in s.entries}
+
+
+def default_values(plan: Plan, tracker: str) -> dict:
+    """The recipe values that are also the generated dataclasses' defaults."""
+    return {e.key: e.value for s in sections(plan, tracker) for e in s.entries if e.is_default}
 
 
 def _watch_section() -> Section:
@@ -224,26 +253,50 @@ def _watch_section() -> Section:
                 "health_zero_std_max",
                 0.8,
                 "warn when this share of groups scores all completions alike (no signal)",
+                is_default=True,
             ),
-            Entry("health_kl_max", 0.5, "warn above this kl (logged only when beta > 0)"),
-            Entry("health_entropy_min", 0.05, "warn below this token entropy: collapse"),
-            Entry("health_clipped_max", 0.3, "warn when this share of completions is cut off"),
-            Entry("health_flat_logs", 20, "logs without reward movement that make a plateau"),
+            Entry(
+                "health_kl_max",
+                0.5,
+                "warn above this kl (logged only when beta > 0)",
+                is_default=True,
+            ),
+            Entry(
+                "health_entropy_min",
+                0.05,
+                "warn below this token entropy: collapse",
+                is_default=True,
+            ),
+            Entry(
+                "health_clipped_max",
+                0.3,
+                "warn when this share of completions is cut off",
+                is_default=True,
+            ),
+            Entry(
+                "health_flat_logs",
+                20,
+                "logs without reward movement that make a plateau",
+                is_default=True,
+            ),
             Entry(
                 "health_stop_on_fatal",
                 False,
                 "true: checkpoint and stop when a problem persists (e.g. no reward spread)",
+                is_default=True,
             ),
             Entry(
                 "adaptive_reward_weights",
                 False,
                 "true: raise weights of rewards rarely met, lower those mastered",
+                is_default=True,
             ),
             Entry(
                 "reward_model",
                 None,
                 "a sequence-classification reward model (Hub id or folder), scored with the "
                 "functions; add its weight last to reward_weights",
+                is_default=True,
             ),
         ),
     )
@@ -261,21 +314,24 @@ def _unsloth_entries(plan: Plan) -> tuple[Entry, ...]:
         Entry(
             "fast_inference",
             plan.fast_inference,
-            "vLLM sharing the model's weights: pip install -e '.[gpu]'"
-            if plan.fast_inference
-            else "Unsloth's own generation",
+            _fast_inference_comment(plan),
         ),
     ]
-    if plan.fast_inference:
-        entries.append(
-            Entry(
-                "gpu_memory_utilization",
-                plan.vllm_gpu_memory_utilization,
-                "vLLM's share; UNSLOTH_VLLM_STANDBY=1 (set by modeling.py) may raise it",
-            )
-        )
     entries.append(Entry("max_lora_rank", plan.lora_r, "= lora_r: vLLM refuses larger adapters"))
     return tuple(entries)
+
+
+def _fast_inference_comment(plan: Plan) -> str:
+    """gpu_memory_utilization is not written: with UNSLOTH_VLLM_STANDBY=1 Unsloth replaces it
+    by its own share of the card (algorithms.unsloth_standby_share)."""
+    if not plan.fast_inference:
+        return "Unsloth's own generation"
+    share = algorithms.unsloth_standby_share(plan.tier.memory_gib)
+    return (
+        "vLLM sharing the model's weights (pip install -e '.[gpu]'); UNSLOTH_VLLM_STANDBY=1 "
+        f"(modeling.py) gives it {share:.0%} of this tier's {plan.tier.memory_gib:g} GiB whatever "
+        "gpu_memory_utilization says, and frees it while training"
+    )
 
 
 def _vllm_entries(plan: Plan) -> list[Entry]:
@@ -300,7 +356,9 @@ def _vllm_entries(plan: Plan) -> list[Entry]:
     else:
         entries += [
             Entry(
-                "vllm_server_host", "127.0.0.1", "the server `python -m <package>.training.launch` starts"
+                "vllm_server_host",
+                "127.0.0.1",
+                "the server `python -m <package>.training.launch` starts",
             ),
             Entry("vllm_server_port", 8000, "its port"),
             Entry("vllm_server_timeout", 600.0, "seconds to wait for it to load the model"),
@@ -343,8 +401,27 @@ def _lr_comment(plan: Plan) -> str:
 
 
 def _completion_comment(plan: Plan) -> str:
-    thinking = "; doubled: this model thinks before answering" if plan.model.thinking else ""
+    thinking = "; doubled: this model thinks before answering" if plan.thinking else ""
     return f"{plan.task.name} answers; too short truncates answers and zeroes the reward{thinking}"
+
+
+def _template_comment(plan: Plan) -> str:
+    """What the chat template does with these kwargs (train, evaluate, infer and merge render
+    every prompt with them; TRL applies them in training)."""
+    model = plan.model
+    if not model.thinking_switch:
+        what = "this chat template has no thinking switch"
+    elif plan.thinking:
+        what = "thinking on, the model's default"
+        if model.prefills_think:
+            what += "; the template opens <think> in the prompt, so completions start inside it"
+    elif model.thinking:
+        what = "thinking off for this task's answer format (the model's default is on)"
+    else:
+        what = "thinking off, the model's default"
+    if not model.system_role:
+        what += "; the template folds the system prompt into the first user turn"
+    return what + "; every prompt of train, evaluate, infer and merge is rendered with these"
 
 
 def _optim_comment(plan: Plan) -> str:

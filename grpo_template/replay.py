@@ -8,12 +8,13 @@ the template and output folder were on this machine) are left out.
 from __future__ import annotations
 
 MACHINE_KEYS = {"_output_dir", "_repo_dir", "_checkout"}
+CHECKED_KEY = "__answers_checked"  # a rendered check (questions.py), not an answer
 
 
 def replay_record(context: dict) -> dict:
     answers = {
         key: value
         for key, value in context.items()
-        if key not in MACHINE_KEYS and key != "__prompts__"
+        if key not in MACHINE_KEYS and key not in ("__prompts__", CHECKED_KEY)
     }
     return {"cookiecutter": answers}

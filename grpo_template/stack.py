@@ -55,8 +55,10 @@ VLLM = "vllm==0.30.0"
 BITSANDBYTES = "bitsandbytes>=0.45,<0.51"
 DEEPSPEED = "deepspeed>=0.18.6,<0.20"
 
-# What a CPU-only machine installs first, so that pip does not fetch a multi-GB CUDA build.
+# torch is installed first, by itself: PyPI's Linux torch is the CUDA build (~2.7 GB with its
+# NVIDIA wheels: right on a GPU machine), PyTorch's CPU index serves the CPU build (~200 MB).
 CPU_TORCH = "torch==2.13.0"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 def dependencies(backend: str, tracker: str, extra: tuple[str, ...] = ()) -> list[str]:

@@ -1,15 +1,18 @@
 """The option matrix: every combination of interacting answers, and which of them are valid.
 
-Interacting options (model, tier, task, backend) are combined exhaustively; options that do not
-interact with the others (tracker) are cycled through the combinations (cookiecutter-data-science
-style). `is_valid` is the same check the pre-generation hook runs.
+The options that decide the plan and the refusals (model, tier, backend) are combined
+exhaustively; the others are cycled through the combinations (cookiecutter-data-science style):
+the task (each task's fit for every model and tier is decided without baking in
+tests/test_tuning.py, and every backend x task x tier shape is still baked), the tracker, and
+the algorithm (the same set of recipe fields on every plan, checked per backend by
+tests/test_algorithms.py). `is_valid` is the same check the pre-generation hook runs.
 """
 
 from __future__ import annotations
 
 import itertools
 
-from grpo_template import answers, catalog, tasks, tiers
+from grpo_template import algorithms, answers, catalog, tasks, tiers
 
 BASE = {
     "project_name": "Matrix Project",
@@ -25,17 +28,29 @@ CUSTOM = {
 }
 
 
-# What cookiecutter's defaults give the multi-GPU tiers (num_gpus/num_nodes are asked for them).
-SCALE = {"multi-gpu": {"num_gpus": "8"}, "multi-node": {"num_gpus": "8", "num_nodes": "2"}}
+# What cookiecutter's defaults give the multi-GPU tiers (num_gpus/num_nodes are asked for them):
+# the tiers' own sizes.
+SCALE = {
+    "multi-gpu": {"num_gpus": str(tiers.TIERS["multi-gpu"].gpus_per_node)},
+    "multi-node": {
+        "num_gpus": str(tiers.TIERS["multi-node"].gpus_per_node),
+        "num_nodes": str(tiers.TIERS["multi-node"].nodes),
+    },
+}
 
 
 def combinations() -> list[dict]:
+    """Models x tiers x backends exhaustively (they decide the plan and the refusals); task,
+    tracker and algorithm cycled through them, so every task meets every tier and backend
+    across the models while the bake stays one per model x tier x backend (the task's own fit
+    for every model and tier is checked without baking, in tests/test_tuning.py)."""
     trackers = itertools.cycle(answers.TRACKERS)
+    methods = itertools.cycle(algorithms.ALGORITHMS)
+    task_cycle = itertools.cycle(tasks.TASKS)
     combos = []
     models = [{"model": m} for m in catalog.CATALOG] + [CUSTOM]
-    for model, tier, task, backend in itertools.product(
-        models, tiers.TIERS, tasks.TASKS, answers.BACKENDS
-    ):
+    for model, tier, backend in itertools.product(models, tiers.TIERS, answers.BACKENDS):
+        task = next(task_cycle)
         combos.append(
             {
                 **BASE,
@@ -44,6 +59,7 @@ def combinations() -> list[dict]:
                 "task_type": task,
                 "backend": backend,
                 "tracker": next(trackers),
+                "algorithm": next(methods),
                 **SCALE.get(tier, {}),
             }
         )
@@ -66,14 +82,22 @@ def name(combo: dict) -> str:
             combo["task_type"],
             combo["backend"],
             combo["tracker"],
+            combo["algorithm"],
         ]
     )
 
 
 def refusal(combo: dict) -> str:
-    """The words the pre-generation hook's error must contain for an invalid combination."""
+    """The words the one-line refusal must contain for an invalid combination."""
+    try:  # asked first: once the tier is answered, before the backend is
+        answers.validate_early(combo)
+    except answers.AnswerError:
+        return "does not fit"
     if combo["backend"] == "unsloth" and combo["gpu_tier"] in ("multi-gpu", "multi-node"):
         return "backend=unsloth is not offered"
+    spec = catalog.CATALOG.get(combo["model"])
+    if combo["backend"] == "unsloth" and spec is not None and spec.unsloth:
+        return "backend=unsloth is not offered"  # a model Unsloth cannot train this way
     return "does not fit"
 
 

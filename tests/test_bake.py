@@ -1,6 +1,7 @@
 """Bake every valid combination: exact files, no template leftovers, ruff-clean; refuse the rest."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -18,8 +19,10 @@ BASE_FILES = {
     "README.md",
     "pyproject.toml",
     "configs/grpo.yaml",
+    "configs/reward_model.yaml",
     "configs/stages.yaml",
     "data/SOURCES.md",
+    "data/sample_preferences.jsonl",
     "src/{pkg}/__init__.py",
     "src/{pkg}/training/__init__.py",
     "src/{pkg}/tools/__init__.py",
@@ -41,24 +44,30 @@ BASE_FILES = {
     "src/{pkg}/modeling.py",
     "src/{pkg}/project.py",
     "src/{pkg}/tools/reward_debug.py",
+    "src/{pkg}/tools/filter.py",
     "src/{pkg}/rewards/__init__.py",
     "src/{pkg}/rewards/base.py",
     "src/{pkg}/rewards/formats.py",
     "src/{pkg}/tools/smoke.py",
     "src/{pkg}/tasks/__init__.py",
+    "src/{pkg}/tasks/base.py",
     "src/{pkg}/tools/tiny_chat_template.jinja",
     "src/{pkg}/tools/tiny_model.py",
     "src/{pkg}/tokenizer.py",
+    "src/{pkg}/reward_model.py",
     "src/{pkg}/train.py",
     "tests/conftest.py",
     "tests/test_adaptive_weights.py",
     "tests/test_data.py",
     "tests/test_evaluate.py",
     "tests/test_health.py",
+    "tests/test_filter.py",
     "tests/test_learning.py",
+    "tests/test_model_family.py",
     "tests/test_report.py",
     "tests/test_resume.py",
     "tests/test_reward_model.py",
+    "tests/test_reward_model_training.py",
     "tests/test_run_record.py",
     "tests/test_stages.py",
     "tests/test_tracking.py",
@@ -80,6 +89,8 @@ TASK_FILES = {
 TASK_FILES["code"] |= {
     "src/{pkg}/sandbox/__init__.py",
     "src/{pkg}/sandbox/harness.py",
+    "src/{pkg}/sandbox/isolation.py",
+    "tests/test_code_pythons.py",
     "tests/test_sandbox.py",
 }
 # `${{ ... }}` is GitHub Actions syntax (the workflow escapes it with {% raw %}), not a leftover.
@@ -87,6 +98,7 @@ LEFTOVER = re.compile(r"(?<!\$)\{\{|\{%|\{#|(?<![.\w])cookiecutter\.(?!json)")
 
 
 MULTI_GPU_FILES = {
+    "configs/accelerate/none.yaml",
     "configs/accelerate/ddp.yaml",
     "configs/accelerate/zero2.yaml",
     "configs/accelerate/zero3.yaml",
@@ -161,6 +173,7 @@ def test_no_template_leftovers(baked, combo):
         text = (project / relative).read_text(encoding="utf-8")
         match = LEFTOVER.search(text)
         assert match is None, f"{relative}: {text[max(0, match.start() - 40) : match.end() + 40]!r}"
+        assert "<package>" not in text, f"{relative} says <package> where the name is known"
 
 
 def test_all_baked_projects_pass_ruff(baked):
@@ -190,7 +203,7 @@ def try_bake(tmp_path, **answers):
     output.mkdir()
     try:
         cookiecutter(str(ROOT), no_input=True, extra_context=answers, output_dir=str(output))
-    except Exception as err:  # noqa: BLE001 - the test inspects it
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - the test inspects it
         return output, err
     return output, None
 
@@ -272,3 +285,88 @@ def test_generated_workflow_runs_the_projects_own_tests(baked):
     assert commands[1:] == ["make install", "make lint", "make test"]
     makefile = (project / "Makefile").read_text(encoding="utf-8")
     assert all(f"\n{target}:" in makefile for target in ("install", "lint", "test"))
+
+
+def _shape(tier: str) -> str:
+    return tier if tier in ("multi-gpu", "multi-node") else "single"
+
+
+def _one_per(key) -> dict:
+    """One baked combination per value of `key(combo)`."""
+    chosen = {}
+    for combo in VALID:
+        chosen.setdefault(key(combo), combo)
+    return chosen
+
+
+def test_no_import_cycles_in_any_variant(baked):
+    """Every backend x task x tier shape: the package's imports, lazy ones included, form no
+    cycle (read from the source, so nothing is imported)."""
+    from imports import cycles, import_graph
+
+    variants = _one_per(lambda c: (c["backend"], c["task_type"], _shape(c["gpu_tier"])))
+    assert len(variants) == 5 * 4  # unsloth has no multi-GPU shapes
+    for key, combo in variants.items():
+        package = baked[name(combo)] / "src" / combo["package_name"]
+        graph = import_graph(package)
+        assert len(graph) > 20, key
+        assert cycles(graph) == [], key
+
+
+DEFAULTS_OF = """
+import dataclasses, json
+from matrix_project.config import ScriptArguments
+from matrix_project.tasks import TaskArguments
+values = {}
+for cls in (ScriptArguments, TaskArguments):
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            values[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            values[f.name] = f.default_factory()
+print(json.dumps(values))
+"""
+
+
+def test_recipe_defaults_agree_with_the_generated_dataclasses(baked):
+    """A value the template writes as a field's default (health thresholds, the task's data
+    mapping and arguments, ...) equals that field's default in the baked project's dataclass:
+    one default per field, checked field by field for every task."""
+    from grpo_template import recipe
+    from grpo_template.answers import Answers
+
+    for task, combo in _one_per(lambda c: c["task_type"] if c["backend"] == "transformers"
+                                else None).items():  # fmt: skip
+        if task is None:
+            continue
+        project = baked[name(combo)]
+        result = subprocess.run(
+            [sys.executable, "-c", DEFAULTS_OF], cwd=project, capture_output=True, text=True,
+            env={**os.environ, "PYTHONPATH": str(project / "src"), "HF_HUB_OFFLINE": "1"},
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        defaults = json.loads(result.stdout.strip().splitlines()[-1])
+        answers = Answers.from_context(combo)
+        written = recipe.default_values(answers.plan, answers.tracker)
+        assert {"health_zero_std_max", "dataset_name", "prompt_column"} <= set(written)
+        for key, value in written.items():
+            assert key in defaults, f"{task}: {key} is written as a default but is no field"
+            assert defaults[key] == value, (
+                f"{task}: {key}: recipe {value!r}, field {defaults[key]!r}"
+            )
+
+
+def _help_columns(output: str) -> set[int]:
+    """Where the description column starts on each line of `make help`."""
+    import re
+
+    return {len(m.group(1)) for m in re.finditer(r"^(  \S+\s+)\S", output, flags=re.M)}
+
+
+def test_make_help_lines_up_in_the_template_and_a_project(baked):
+    project = next(p for n, p in baked.items() if "multi-gpu" in n)  # the most targets
+    for folder in (ROOT, project):
+        result = subprocess.run(["make", "-s", "help"], cwd=folder, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        assert len(result.stdout.splitlines()) > 5
+        assert len(_help_columns(result.stdout)) == 1, result.stdout

@@ -54,6 +54,30 @@ def cruft(folder: Path, *args: str):
     )  # fmt: skip
 
 
+def interactive_update(project: Path, variables: str, answers: tuple[str, ...]) -> str:
+    """`cruft update` in a pseudo-terminal, answering its "Apply diff and update?" prompt in
+    turn (the path `-y` skips, where an incompatible typer once crashed); returns the output."""
+    import os
+
+    import pexpect
+
+    env = {**os.environ, "GIT_PAGER": "cat", "PAGER": "cat", "TERM": "dumb"}
+    command = ["-m", "cruft", "update", "--variables-to-update", variables]
+    child = pexpect.spawn(sys.executable, command, cwd=str(project), env=env, encoding="utf-8",
+                          timeout=600)  # fmt: skip
+    output = []
+    for answer in answers:
+        child.expect("Apply diff and update")
+        output.append(child.before)
+        child.sendline(answer)
+    child.expect(pexpect.EOF)
+    output.append(child.before)
+    child.close()
+    transcript = "".join(output)
+    assert child.exitstatus == 0, transcript[-3000:]
+    return transcript
+
+
 def test_cruft_update_to_another_task_keeps_user_files(tmp_path):
     template = template_repository(tmp_path)
     out = tmp_path / "projects"
@@ -67,16 +91,22 @@ def test_cruft_update_to_another_task_keeps_user_files(tmp_path):
     git(project, "commit", "-qm", "generated")
     (project / "src/my_grpo_project/rewards/my_rewards.py").write_text(MY_REWARD)
     (project / "configs/local.yaml").write_text(MY_OVERRIDES)
+    readme = project / "README.md"  # an edit to a generated file, on lines the update keeps
+    readme.write_text(readme.read_text().replace("## Quick start", "## Quick start (my notes)"))
     git(project, "add", "-A")
     git(project, "commit", "-qm", "my changes")
 
-    result = cruft(project, "update", "--variables-to-update", '{"task_type": "code"}', "-y")
-    assert_ok(result)
+    # As a user runs it: at the prompt, "v" shows the diff, then "y" applies it.
+    transcript = interactive_update(project, '{"task_type": "code"}', answers=("v", "y"))
+    assert "diff --git" in transcript and "Traceback" not in transcript
+    assert "cruft has been updated" in transcript
 
     package = project / "src/my_grpo_project"
     assert (package / "rewards/my_rewards.py").read_text() == MY_REWARD
     assert (project / "configs/local.yaml").read_text() == MY_OVERRIDES
-    assert (package / "tasks/code_task.py").is_file() and (package / "sandbox.py").is_file()
+    assert "## Quick start (my notes)" in readme.read_text()  # merged, not overwritten
+    assert (package / "tasks/code_task.py").is_file()
+    assert (package / "sandbox/__init__.py").is_file()
     assert not (package / "tasks/math_task.py").exists()
     assert (
         json.loads((project / ".cruft.json").read_text())["context"]["cookiecutter"]["task_type"]

@@ -40,3 +40,66 @@ def test_example_prompts_fit_on_one_generated_line():
 
     for task in TASKS.values():
         assert len(f"EXAMPLE_PROMPT = {task.example_prompt!r}") <= 100, task.name
+
+
+def _spawn_cookiecutter(tmp_path):
+    import os
+    import sys
+
+    import pexpect
+
+    env = {**os.environ, "TERM": "dumb", "NO_COLOR": "1"}
+    command = ["-m", "cookiecutter", str(ROOT), "-o", str(tmp_path / "out")]
+    return pexpect.spawn(sys.executable, command, env=env, encoding="utf-8", timeout=120)
+
+
+def test_a_model_that_cannot_fit_is_refused_before_the_remaining_questions(tmp_path):
+    """Interactively, as a user answers: a 7B model on the cpu tier is refused in one line right
+    after the tier question (not after all of them), without a traceback, writing nothing."""
+    import pexpect
+
+    data = json.loads((ROOT / "cookiecutter.json").read_text(encoding="utf-8"))
+    model = data["model"].index("Qwen/Qwen2.5-7B-Instruct") + 1
+    tier = data["gpu_tier"].index("cpu") + 1
+    child = _spawn_cookiecutter(tmp_path)
+    for _ in range(3):  # project name, slug, package: the defaults
+        child.expect(r"\]: |\): ")
+        child.sendline("")
+    child.expect("Choose from")
+    child.sendline(str(model))
+    for _ in range(2):  # custom model id and size: not asked about, defaults
+        child.expect(r"\]: |\): ")
+        child.sendline("")
+    child.expect("Choose from")  # task
+    child.sendline("")
+    child.expect("Choose from")  # tier
+    child.sendline(str(tier))
+    child.expect(pexpect.EOF)
+    output = child.before
+    child.close()
+    assert child.exitstatus == 1, output
+    errors = [line for line in output.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1 and "does not fit the cpu tier" in errors[0], output
+    assert "16GB" in errors[0]  # every tier that fits is suggested (QLoRA on a 16 GB GPU)
+    assert "Traceback" not in output and "Training backend" not in output
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_bad_combination_is_one_line_without_a_traceback(tmp_path):
+    """Combinations only the last answers reveal (unsloth on several GPUs, a GPU count on a
+    one-GPU tier, the custom id's placeholder) are refused in one line before any file."""
+    import subprocess
+    import sys
+
+    for given in (
+        ["backend=unsloth", "gpu_tier=multi-gpu"],
+        ["gpu_tier=24GB", "num_gpus=4"],
+        ["model=custom"],
+    ):
+        out = tmp_path / given[0]
+        command = [sys.executable, "-m", "cookiecutter", str(ROOT), "--no-input", "-o", str(out)]
+        result = subprocess.run([*command, *given], capture_output=True, text=True)
+        errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR:")]
+        assert result.returncode == 1 and len(errors) == 1, (given, result.stderr)
+        assert "Traceback" not in result.stderr, result.stderr
+        assert not out.exists() or not any(out.iterdir())

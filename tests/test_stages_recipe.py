@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from grpo_template import catalog, recipe, stages, tasks, tiers, tuning
+from grpo_template import catalog, recipe, stages_recipe, tasks, tiers, tuning
 
 MODEL = catalog.CATALOG["Qwen/Qwen2.5-0.5B-Instruct"]
 
@@ -12,7 +12,7 @@ MODEL = catalog.CATALOG["Qwen/Qwen2.5-0.5B-Instruct"]
 @pytest.mark.parametrize("tier", ["cpu", "24GB"])
 def test_first_stage_trains_the_format_rewards_only(task, tier):
     plan = tuning.plan(MODEL, tiers.TIERS[tier], tasks.TASKS[task])
-    spec = yaml.safe_load(stages.render(plan))
+    spec = yaml.safe_load(stages_recipe.render(plan))
     first, second = spec["stages"]
     kinds = {r.name: r.kind for r in plan.task.rewards}
     assert first["reward_funcs"] and all(kinds[n] == "format" for n in first["reward_funcs"])

@@ -26,11 +26,14 @@ from matrix import VALID
 
 from grpo_template import recipe, stack, tasks
 from grpo_template.answers import Answers
-from grpo_template.bake import recipe_header
+from grpo_template.derived import recipe_header
 
 pytestmark = pytest.mark.slow
 
 VENV = ROOT / ".venvs" / "unsloth"
+# The template's default model (Qwen3.5) is refused for Unsloth (answers.py says why): Unsloth
+# projects that would take the default name this one instead.
+UNSLOTH_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
 STAMP = VENV / "grpo-template-stack.json"
 TASKS = ("math", "code", "json", "classification", "custom")
 GPU_TIERS = ("16GB", "24GB", "48GB", "80GB", "141GB")
@@ -70,7 +73,8 @@ def unsloth_python(cookies_session) -> str:
     with FileLock(str(VENV) + ".lock"):
         if STAMP.is_file() and STAMP.read_text() == wanted:
             return python
-        project = bake_ok(cookies_session, backend="unsloth", gpu_tier="cpu", project_slug="u-env")
+        project = bake_ok(cookies_session, backend="unsloth", gpu_tier="cpu", project_slug="u-env",
+                          model=UNSLOTH_MODEL)  # fmt: skip
         fresh_venv()
         assert_ok(make(project, "install"))
         extras = run_in(project, python, "-m", "pip", "install", *task_extras(), timeout=900)
@@ -123,13 +127,16 @@ def test_unsloth_recipes_load_into_the_unsloth_stack(
     """Every Unsloth recipe of this task (all models and single-GPU tiers) parses with the
     installed trl 1.15 / transformers 5.17 and the project's own dataclasses."""
     slug = f"u-parse-{task}"
-    project = bake_ok(cookies_session, backend="unsloth", task_type=task, project_slug=slug)
+    project = bake_ok(
+        cookies_session, backend="unsloth", task_type=task, project_slug=slug, model=UNSLOTH_MODEL
+    )
     combos = [c for c in VALID if c["backend"] == "unsloth" and c["task_type"] == task]
     paths = []
     for number, combo in enumerate(combos):
         answers = Answers.from_context(combo)
         path = tmp_path / f"recipe-{number}.yaml"
-        path.write_text(recipe.render(answers.plan, answers.tracker, recipe_header(answers)))
+        header = recipe_header(answers)
+        path.write_text(recipe.render(answers.plan, answers.tracker, header, answers.algorithm))
         paths.append(str(path))
     script = PARSE_ALL.format(pkg=slug.replace("-", "_"))
     result = run_in(project, unsloth_python, "-c", script, *paths, env=venv_env(), timeout=900)
@@ -140,7 +147,7 @@ def test_unsloth_recipes_load_into_the_unsloth_stack(
 
 @pytest.mark.parametrize("variant", list(PROJECTS))
 def test_unsloth_project_passes_make_test_and_make_smoke(unsloth_python, cookies, variant):
-    project = bake_ok(cookies, backend="unsloth", **PROJECTS[variant])
+    project = bake_ok(cookies, backend="unsloth", **{"model": UNSLOTH_MODEL, **PROJECTS[variant]})
     assert (project / "tests" / "test_unsloth.py").is_file()
     # Unsloth projects train in one process: the 2-process DDP test is not theirs to run. Each
     # task's cpu project runs every other test (learning, kill-and-resume included); a GPU
@@ -159,11 +166,14 @@ def test_unsloth_project_passes_make_test_and_make_smoke(unsloth_python, cookies
 
 
 # Architectures whose LoRA targets differ: a regex over the language model of a multimodal
-# model (a regex wrapped in a list matched nothing once), and fused attention/MLP projections.
+# model (a regex wrapped in a list matched nothing once), fused attention/MLP projections, and
+# a hybrid of short convolutions and attention (LFM2.5, on the Unsloth stack's transformers
+# 5.17 and TRL 1.15 chat template). Qwen3.5, Gemma 4 and Nemotron 3 are refused for Unsloth.
 FAMILIES = {
     "gemma3-multimodal": {"model": "google/gemma-3-4b-it", "gpu_tier": "48GB"},
     "phi3-fused-projections": {"model": "microsoft/Phi-4-mini-instruct", "gpu_tier": "80GB"},
     "llama": {"model": "meta-llama/Llama-3.2-1B-Instruct", "gpu_tier": "24GB"},
+    "lfm2-convolution-hybrid": {"model": "LiquidAI/LFM2.5-1.2B-Instruct", "gpu_tier": "24GB"},
 }
 
 
@@ -173,3 +183,107 @@ def test_unsloth_smoke_pipeline_for_other_architectures(unsloth_python, cookies,
     result = make(project, "smoke")
     assert_ok(result)
     assert "merge check passed" in result.stdout
+
+
+RESOLVE = """
+import dataclasses, json, os, re, sys
+unsloth_side = sys.argv[1] == "unsloth"
+fields = json.loads(sys.argv[3])
+if unsloth_side:
+    # Unsloth rewrites TRL's GRPOConfig/GRPOTrainer only on a GPU; UNSLOTH_ALLOW_CPU=1 takes its
+    # GPU import path on this CPU, and PatchFastRL then generates the same patched classes
+    # (into UNSLOTH_COMPILE_LOCATION) that a GPU run trains with.
+    os.environ["UNSLOTH_ALLOW_CPU"] = "1"
+    import unsloth
+    from unsloth import FastLanguageModel, PatchFastRL
+    os.environ["UNSLOTH_ALLOW_CPU"] = "0"
+    PatchFastRL("GRPO", FastLanguageModel)
+from {pkg}.config import parse_recipe
+resolved, patched = {{}}, []
+for path in sys.argv[4:]:
+    args = parse_recipe(["--config", path, "--use_cpu", "true", "--bf16", "false"]).training
+    patched.append(bool(getattr(type(args), "_unsloth_patched_rl_config", False)))
+    resolved[os.path.basename(path)] = {{f: getattr(args, f, "MISSING") for f in fields}}
+assignments = {{}}
+if unsloth_side:
+    import trl.trainer.grpo_trainer as pristine
+    pattern = re.compile(r"^\\s*(?:self|args|self\\.args)\\.(%s)\\s*=(?!=).*$" % "|".join(fields))
+    sources = {{"trl": pristine.__file__,
+               "unsloth": os.path.join(sys.argv[2], "UnslothGRPOTrainer.py")}}
+    for name, source in sources.items():
+        with open(source, encoding="utf-8") as handle:
+            assignments[name] = sorted(l.strip() for l in handle if pattern.match(l))
+print(json.dumps({{"resolved": resolved, "patched": patched, "assignments": assignments}}))
+"""
+
+
+def _resolve(python, project, side, paths, cache, env=None):
+    from grpo_template import algorithms
+
+    fields = [*algorithms.PARITY_FIELDS, "epsilon_low"]
+    script = RESOLVE.format(pkg=project.name.replace("-", "_"))
+    result = run_in(project, python, "-c", script, side, str(cache), json.dumps(fields),
+                    *map(str, paths), env={**(env or {}), "UNSLOTH_COMPILE_LOCATION": str(cache)},
+                    timeout=900)  # fmt: skip
+    assert_ok(result)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_every_algorithm_resolves_to_the_same_configuration_on_both_backends(
+    unsloth_python, cookies_session, tmp_path
+):
+    """Each algorithm's recipe, rendered for each backend (the 24GB tier: vLLM on both, so the
+    rollout correction is live), parsed by each backend's own project and stack: TRL 1.16, and
+    Unsloth's patched GRPOConfig (trl 1.15) after its __init__ rewrites. Every algorithm field
+    (written, or left at a default both share) resolves to the same value, which is the
+    preset's; Unsloth's generated trainer sets those fields exactly as TRL's own does. Control:
+    the recipes as they were before the presets (loss_type only) resolve differently."""
+    from grpo_template import algorithms
+
+    def answers(backend, name):
+        return Answers.from_context({
+            "project_name": "p", "project_slug": "p", "package_name": "p", "custom_model_id": "n/a",
+            "custom_model_params_b": "0", "model": UNSLOTH_MODEL, "task_type": "math",
+            "gpu_tier": "24GB", "tracker": "none", "backend": backend, "algorithm": name,
+        })  # fmt: skip
+
+    projects = {
+        "transformers": bake_ok(cookies_session, project_slug="parity-trl", model=UNSLOTH_MODEL),
+        "unsloth": bake_ok(
+            cookies_session, backend="unsloth", project_slug="parity-unsloth", model=UNSLOTH_MODEL
+        ),
+    }
+    paths = {backend: [] for backend in projects}
+    for backend in projects:
+        plan = answers(backend, "dapo").plan
+        assert plan.use_vllm or plan.fast_inference  # the rollout correction is in play
+        for name in algorithms.ALGORITHMS:
+            a = answers(backend, name)
+            text = recipe.render(a.plan, a.tracker, recipe_header(a), name)
+            path = tmp_path / backend / f"{name}.yaml"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            paths[backend].append(path)
+            if name in ("dapo", "dr_grpo"):  # the control: only loss_type, as before
+                bare = tmp_path / backend / f"bare-{name}.yaml"
+                written = set(algorithms.FIELDS) - {"loss_type"}
+                bare.write_text("".join(line + "\n" for line in text.splitlines()
+                                        if line.split(":")[0] not in written))  # fmt: skip
+                paths[backend].append(bare)
+    trl_side = _resolve(sys.executable, projects["transformers"], "trl", paths["transformers"],
+                        tmp_path / "unused")  # fmt: skip
+    unsloth_side = _resolve(unsloth_python, projects["unsloth"], "unsloth", paths["unsloth"],
+                            tmp_path / "compiled", env=venv_env())  # fmt: skip
+    assert all(unsloth_side["patched"]) and not any(trl_side["patched"])
+    for name in algorithms.ALGORITHMS:
+        here, there = trl_side["resolved"][f"{name}.yaml"], unsloth_side["resolved"][f"{name}.yaml"]
+        differ = {f: (here[f], there[f]) for f in here if here[f] != there[f]}
+        assert differ == {}, name
+        for key, value in algorithms.get(name).values().items():
+            assert here[key] == value, (name, key)
+    for name, field in (("dapo", "epsilon_high"), ("dr_grpo", "scale_rewards")):
+        here = trl_side["resolved"][f"bare-{name}.yaml"]
+        there = unsloth_side["resolved"][f"bare-{name}.yaml"]
+        assert here[field] != there[field], (name, field)
+    trainer = unsloth_side["assignments"]
+    assert trainer["unsloth"] == trainer["trl"] and trainer["trl"]

@@ -26,15 +26,20 @@ def in_project_root(monkeypatch):
 @pytest.fixture(scope="session")
 def recipe():
     """The project's recipe on the sample data (use_cpu lets a GPU recipe parse here)."""
-    from {{ cookiecutter.package_name }}.config import parse_recipe
+    from {{ cookiecutter.package_name }}.config import (
+        Layer,
+        parse_recipe,
+        sample_data_values,
+    )
     from {{ cookiecutter.package_name }}.project import SAMPLE_DATA
 
     previous = Path.cwd()
     os.chdir(PROJECT_ROOT)
     try:
-        parsed = parse_recipe(
-            ["--config", RECIPE, "--use_cpu", "true", "--dataset_name", SAMPLE_DATA]
-        )
+        # Your data mapping (configs/local.yaml) stays yours: the tests read the sample data
+        # with its own columns.
+        sample = Layer(SAMPLE_DATA, sample_data_values())
+        parsed = parse_recipe(["--config", RECIPE], extra=sample, read_only=True)
     finally:
         os.chdir(previous)
     return parsed

@@ -134,3 +134,23 @@ def test_all_prompts_too_long_is_an_error(recipe, tiny_tokenizer):
 def test_hub_dataset_failure_is_explained():
     with pytest.raises(data.DataError, match="cannot load Hub dataset"):
         data.load_rows("no-such-org/no-such-dataset-xyz")
+
+
+def test_a_null_or_missing_value_says_so_and_a_csv_error_names_the_line(recipe, tmp_path):
+    column = recipe.script.answer_column
+    rows = raw_rows()[:2]
+    rows[1] = {k: v for k, v in rows[1].items() if k != column}  # missing from row 2
+    path = write_jsonl(tmp_path / "d.jsonl", rows)
+    with pytest.raises(data.DataError, match=f"row 2: column '{column}' is empty \\(null"):
+        load(recipe, dataset_name=path)
+    if not all(isinstance(row[k], str) for row in raw_rows()[:2] for k in row):
+        return  # a CSV holds text columns only
+    csv = tmp_path / "d.csv"
+    names = list(raw_rows()[0])
+    lines = [",".join(names)] + [
+        ",".join("" if (i == 1 and k == column) else f'"{r[k]}"' for k in names)
+        for i, r in enumerate(raw_rows()[:2])
+    ]
+    csv.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(data.DataError, match=f"row 2 \\(line 3\\): column '{column}'"):
+        load(recipe, dataset_name=str(csv))

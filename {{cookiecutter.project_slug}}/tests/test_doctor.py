@@ -59,4 +59,53 @@ def test_gpu_check_on_a_small_model_stays_under_the_tier_budget():
     from {{ cookiecutter.package_name }}.tools import gpu_check
 
     figures = gpu_check.gpu_check(["--steps", "2"])
-    assert figures["torch_peak_reserved_gib"] <= figures["budget_gib"]
+    assert figures["torch_peak_reserved_gib"] <= figures["cap_gib"]
+
+
+def test_gpu_check_scales_vllms_share_to_the_tier_cap():
+    """vLLM's share is a fraction of the whole card: 0.3 of a 22 GiB tier on a 139.8 GiB H200
+    is 6.6 GiB, not 41.9 GiB."""
+    from {{ cookiecutter.package_name }}.tools import gpu_check
+
+    share = gpu_check.scaled_share(0.3, cap_gib=22.0, card_gib=139.8)
+    assert share * 139.8 == pytest.approx(0.3 * 22.0, rel=1e-3)
+    assert gpu_check.scaled_share(0.3, cap_gib=22.0, card_gib=22.0) == 0.3
+
+
+def test_gpu_check_verdict_and_what_makes_the_estimate_inapplicable():
+    from {{ cookiecutter.package_name }}.tools import gpu_check
+
+    assert gpu_check.verdict(20.0, 18.0) == "pass"
+    assert gpu_check.verdict(25.0, 18.0) == "fail" and gpu_check.verdict(12.0, 18.0) == "fail"
+    with pytest.raises(gpu_check.NotMeasured, match="no memory was measured"):
+        gpu_check.verdict(0.0, 18.0)
+    assert gpu_check.changed_fields(["--max_steps", "3", "--report_to=none"]) == []
+    assert gpu_check.changed_fields(["--load_in_4bit", "true", "--lora_r=8"]) == [
+        "load_in_4bit",
+        "lora_r",
+    ]
+
+
+def test_every_install_hint_names_an_extra_that_exists():
+    """A fix that says `pip install -e '.[x]'` must name an extra of pyproject.toml."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    import {{ cookiecutter.package_name }} as package
+
+    project = tomllib.loads(Path("pyproject.toml").read_text())["project"]
+    extras = set(project["optional-dependencies"])
+    for path in Path(package.__file__).parent.rglob("*.py"):
+        for named in re.findall(r"\.\[([a-z,]+)\]", path.read_text(encoding="utf-8")):
+            assert set(named.split(",")) <= extras, f"{path}: .[{named}]"
+
+
+def test_doctor_reports_the_reward_settings_and_the_sandbox_in_use(recipe):
+    from {{ cookiecutter.package_name }}.tasks import TASK
+
+    findings = doctor.check_reward_settings(recipe)
+    assert all(f.level != doctor.FAIL for f in findings), findings
+    if TASK.name == "code":  # the isolation level the rewards run with, in one line
+        (sandbox,) = [f for f in findings if f.check == "sandbox"]
+        assert "isolation" in sandbox.message

@@ -1,5 +1,6 @@
 """Evaluate: base vs trained model on the sample data with the tiny model."""
 
+import dataclasses
 import json
 
 import pytest
@@ -48,3 +49,21 @@ def test_ideal_completions_score_full_marks(sample_rows, recipe):
 def test_a_missing_trained_model_is_one_clear_error(tmp_path):
     with pytest.raises(evaluate.UserError, match="no trained model"):
         evaluate.evaluate(["--smoke", "--model", str(tmp_path / "nothing")])
+
+
+def test_evaluating_on_the_training_file_says_it_is_not_held_out(recipe, tmp_path):
+    """A local file has no splits: evaluating on the file the run trained on is labelled."""
+    run = tmp_path / "run"
+    run.mkdir()
+    local = "data/mine.jsonl"
+    train = {"dataset_name": local, "dataset_train_split": "train"}
+    (run / "run_record.json").write_text(json.dumps({"recipe": train}))
+    script = dataclasses.replace(recipe.script, dataset_name=local)
+    same = recipe._replace(script=script)
+    assert not evaluate.held_out(same, None, run)
+    other = recipe._replace(script=dataclasses.replace(script, dataset_name="data/eval.jsonl"))
+    assert evaluate.held_out(other, None, run)
+    hub = recipe._replace(script=dataclasses.replace(script, dataset_name="org/data"))
+    hub_record = {"recipe": {**train, "dataset_name": "org/data"}}
+    (run / "run_record.json").write_text(json.dumps(hub_record))
+    assert evaluate.held_out(hub, "test", run) and not evaluate.held_out(hub, "train", run)

@@ -51,10 +51,12 @@ def test_merge_refuses_to_overwrite(trained_run, tmp_path):
 def test_merge_check_catches_a_merge_that_lost_the_adapter(tiny_model_dir, tmp_path, monkeypatch):
     import torch
     from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
+
+    from {{ cookiecutter.package_name }}.inference import model_class
 
     # An adapter with large random weights, so it clearly changes the outputs.
-    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    base = model_class(str(tiny_model_dir)).from_pretrained(tiny_model_dir)
     config = LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False)
     model = get_peft_model(base, config)
     with torch.no_grad():
@@ -129,10 +131,13 @@ def test_cli_reports_a_bad_recipe_in_one_line(tmp_path, capsys):
     assert "Traceback" not in err
 
 
-def test_smoke_pipeline_trains_merges_and_answers(tiny_model_dir, capsys):
-    answers = smoke.pipeline(["--model_name_or_path", str(tiny_model_dir)])
+def test_smoke_pipeline_trains_merges_and_answers(tiny_model_dir, tmp_path, capsys):
+    output = tmp_path / "smoke"  # never the user's outputs/smoke
+    answers = smoke.pipeline(
+        ["--model_name_or_path", str(tiny_model_dir), "--output_dir", str(output)]
+    )
     assert len(answers) == 1 and answers[0].strip()
-    assert (smoke.SMOKE_OUTPUT_DIR / "merged" / "config.json").is_file()
+    assert (output / "merged" / "config.json").is_file()
     assert "merge check passed" in capsys.readouterr().out
 
 
@@ -147,7 +152,7 @@ def test_two_process_distributed_training_on_cpu(tiny_model_dir, tmp_path):
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     command = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
         "-m", train.__name__, "--config", "configs/grpo.yaml", "--smoke",
         "--model_name_or_path", str(tiny_model_dir), "--output_dir", str(tmp_path / "ddp"),
     ]  # fmt: skip

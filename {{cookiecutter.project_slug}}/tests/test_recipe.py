@@ -159,6 +159,20 @@ def test_smoke_reads_the_sample_data_with_its_own_columns(tmp_path, monkeypatch)
     assert smoke.script.answer_column == defaults.answer_column
 
 
+def test_trial_runs_your_own_data_on_the_cpu_and_tiny_model(tmp_path, monkeypatch):
+    """`make try`: the smoke overrides, but the data mapping stays yours."""
+    local = tmp_path / "local.yaml"
+    local.write_text("dataset_name: my/data\nprompt_column: q\nanswer_column: a\n")
+    monkeypatch.setattr(config, "LOCAL_RECIPE", local)
+    trial = parse_recipe(["--config", str(RECIPE), "--trial"])
+    assert (trial.script.dataset_name, trial.script.prompt_column) == ("my/data", "q")
+    assert trial.training.use_cpu and not trial.training.use_vllm and not trial.training.bf16
+    assert trial.model.model_name_or_path == str(config.TINY_MODEL_DIR)
+    assert trial.training.output_dir == str(config.TRIAL_OUTPUT_DIR)
+    with pytest.raises(UserError, match="exclude each other"):
+        parse_recipe(["--config", str(RECIPE), "--trial", "--smoke"])
+
+
 def test_an_unknown_field_names_the_layer_that_holds_it(tmp_path, monkeypatch):
     local = tmp_path / "local.yaml"
     local.write_text("max_stepz: 7\n")

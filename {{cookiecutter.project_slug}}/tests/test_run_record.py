@@ -14,6 +14,10 @@ def test_run_record_has_recipe_versions_data_and_outcome(logged_run):
     assert record["seed"] == record["recipe"]["seed"]
     assert "reward" in record["final_metrics"]
     assert record["command"][-1] and "git" in record
+    settings, recipe = record["reward_settings"], record["recipe"]
+    assert settings["max_completion_length"] == recipe["max_completion_length"]
+    sandbox = settings.get("limits")  # the code task: the isolation in use
+    assert sandbox is None or sandbox["isolation"] in ("bubblewrap", "unshare", "process")
 
 
 def test_adaptive_weights_log_each_change(logged_run):

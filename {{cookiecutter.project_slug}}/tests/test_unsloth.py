@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from {{ cookiecutter.package_name }} import modeling
-from {{ cookiecutter.package_name }}.tools import smoke
 from {{ cookiecutter.package_name }}.config import parse_recipe
+from {{ cookiecutter.package_name }}.tools import smoke
 
 
 def cuda() -> bool:
@@ -69,9 +69,10 @@ print(json.dumps({"new_tokens": out.shape[1] - ids["input_ids"].shape[1], "lora_
 """
 
 
-def test_merged_model_reloads_with_plain_transformers(tiny_model_dir):
-    smoke.pipeline(["--model_name_or_path", str(tiny_model_dir)])
-    merged = smoke.SMOKE_OUTPUT_DIR / "merged"
+def test_merged_model_reloads_with_plain_transformers(tiny_model_dir, tmp_path):
+    output = tmp_path / "smoke"  # never the user's outputs/smoke
+    smoke.pipeline(["--model_name_or_path", str(tiny_model_dir), "--output_dir", str(output)])
+    merged = output / "merged"
     env = {**os.environ, "PYTHONPATH": ""}
     result = subprocess.run(
         [sys.executable, "-c", RELOAD, str(merged)], capture_output=True, text=True, env=env
@@ -85,4 +86,7 @@ def test_inference_falls_back_to_plain_generation_without_a_gpu(tmp_path):
     if cuda():
         pytest.skip("this machine has a GPU")
     (tmp_path / "adapter_config.json").write_text("{}", encoding="utf-8")
-    assert modeling.fast_generator(tmp_path, {"fast_inference": True}) is None
+    recipe = parse_recipe(["--config", "configs/grpo.yaml", "--fast_inference", "true"],
+                          read_only=True)  # fmt: skip
+    assert recipe.backend.fast_inference
+    assert modeling.fast_generator(tmp_path, recipe) is None

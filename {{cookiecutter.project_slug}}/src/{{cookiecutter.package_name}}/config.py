@@ -10,8 +10,9 @@ LoRA). `parse_recipe(argv)` builds it from these layers, each overriding the one
 3. `configs/local.yaml`, yours (regeneration never touches it), on top of the generated recipe;
 4. one more layer a command adds: a stage's keys (`training/stages.py`), or the sample data
    with its own columns (reward_debug);
-5. the smoke overrides (`--smoke`: tiny local model, the sample data with its own columns, CPU,
-   two steps), so any recipe runs offline;
+5. the offline overrides: `--smoke` (tiny local model, the sample data with its own columns, CPU,
+   two steps), so any recipe runs offline; or `--trial` (the same on YOUR data: a few steps on
+   the CPU that check your data, prompts and rewards end to end before a GPU run);
 6. `use_cpu: true` for commands that only read the recipe (infer, merge, report...), so a GPU
    recipe can be read on a laptop;
 7. the command line (`--learning_rate 1e-5`, any field).
@@ -139,7 +140,7 @@ class ScriptArguments:
     )
     smoke: bool = field(
         default=False,
-        metadata={"help": "Offline smoke run: tiny local model, sample data, CPU, 2 steps."},
+        metadata={"help": "Offline run on the tiny local model, CPU (set by --smoke/--trial)."},
     )
 
 
@@ -207,6 +208,25 @@ def smoke_values(fields: set[str]) -> dict:
     return {key: value for key, value in values.items() if key in fields}
 
 
+# --- the trial layer (`--trial`, `make try`): the smoke run on your own data --------------------
+
+TRIAL_OUTPUT_DIR = Path("outputs/trial")
+TRIAL_OVERRIDES: dict[str, object] = {
+    "output_dir": str(TRIAL_OUTPUT_DIR),
+    "max_steps": 4,
+    "max_train_samples": 32,
+}
+
+
+def trial_values(fields: set[str]) -> dict:
+    """The trial layer: the smoke overrides on the recipe's own data mapping (yours)."""
+    values = {**SMOKE_OVERRIDES, **TRIAL_OVERRIDES}
+    return {key: value for key, value in values.items() if key in fields}
+
+
+OFFLINE_LAYERS = {"smoke": smoke_values, "trial": trial_values}
+
+
 class Recipe(NamedTuple):
     """A parsed recipe: one object per dataclass."""
 
@@ -231,14 +251,9 @@ def recipe_parser():
     return TrlParser(
         (ScriptArguments, TaskArguments, BackendArguments, GRPOConfig, ModelConfig),
         prog=Path(sys.argv[0]).name if sys.argv and sys.argv[0] else None,
-        description="Recipe options: --config PATH (default configs/grpo.yaml), --smoke, and "
-        "any recipe field below (--learning_rate 1e-5 ...), applied over the recipe.",
+        description="Recipe options: --config PATH (default configs/grpo.yaml), --smoke or "
+        "--trial, and any recipe field below (--learning_rate 1e-5 ...), over the recipe.",
     )
-
-
-def recipe_fields() -> set[str]:
-    """Every key a recipe may hold with the installed libraries."""
-    return {f.name for t in recipe_parser().dataclass_types for f in dataclasses.fields(t)}
 
 
 @dataclass(frozen=True)
@@ -273,7 +288,7 @@ def recipe_layers(
     *,
     fields: set[str],
     extra: Layer | None = None,
-    smoke: bool = False,
+    offline: str | None = None,
     read_only: bool = False,
 ) -> list[Layer]:
     """The layers below the command line, lowest precedence first (see the module docstring)."""
@@ -284,19 +299,23 @@ def recipe_layers(
             layers.append(Layer(str(LOCAL_RECIPE), _mapping(LOCAL_RECIPE)))
     if extra is not None:
         layers.append(extra)
-    if smoke:
-        layers.append(Layer("--smoke", smoke_values(fields)))
+    if offline is not None:
+        layers.append(Layer(f"--{offline}", OFFLINE_LAYERS[offline](fields)))
     if read_only:
         layers.append(Layer("reading the recipe", {"use_cpu": True}))
     return layers
 
 
-def _split_arguments(argv: Sequence[str]) -> tuple[Path | None, bool, list[str]]:
-    """(--config path, --smoke, the remaining arguments: field overrides)."""
+def _split_arguments(argv: Sequence[str]) -> tuple[Path | None, str | None, list[str]]:
+    """(--config path, --smoke/--trial, the remaining arguments: field overrides)."""
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("--config", type=Path, default=None)
     pre.add_argument("--smoke", action="store_true")
+    pre.add_argument("--trial", action="store_true")
     known, rest = pre.parse_known_args(list(argv))
+    if known.smoke and known.trial:
+        raise UserError("--smoke (the sample data) and --trial (your data) exclude each other")
+    offline = "smoke" if known.smoke else "trial" if known.trial else None
     config = known.config
     if config is None and DEFAULT_RECIPE.is_file():
         config = DEFAULT_RECIPE
@@ -305,26 +324,33 @@ def _split_arguments(argv: Sequence[str]) -> tuple[Path | None, bool, list[str]]
             f"recipe not found: {known.config}; pass --config configs/grpo.yaml (or run from "
             "the project folder)"
         )
-    return config, known.smoke, rest
+    return config, offline, rest
 
 
 def add_recipe_options(parser: argparse.ArgumentParser) -> None:
-    """`--config` and `--smoke` for a command that reads the recipe; its other unknown options
-    are recipe field overrides (see `recipe_from`)."""
+    """`--config` and `--smoke`/`--trial` for a command that reads the recipe; its other unknown
+    options are recipe field overrides (see `recipe_from`)."""
     parser.add_argument(
         "--config", type=Path, default=None, help=f"the recipe (default {DEFAULT_RECIPE})"
     )
-    parser.add_argument(
+    offline = parser.add_mutually_exclusive_group()
+    offline.add_argument(
         "--smoke",
         action="store_true",
         help=f"the smoke run's recipe (tiny model, sample data, {SMOKE_OUTPUT_DIR})",
+    )
+    offline.add_argument(
+        "--trial",
+        action="store_true",
+        help=f"the trial run's recipe (tiny model, your data, {TRIAL_OUTPUT_DIR})",
     )
 
 
 def recipe_from(args: argparse.Namespace, overrides: Sequence[str], read_only: bool) -> Recipe:
     """The recipe named by `add_recipe_options`' arguments, with the field overrides."""
     argv = [*(["--config", str(args.config)] if args.config else []), *overrides]
-    return parse_recipe([*argv, "--smoke"] if args.smoke else argv, read_only=read_only)
+    argv += ["--smoke"] if args.smoke else ["--trial"] if getattr(args, "trial", False) else []
+    return parse_recipe(argv, read_only=read_only)
 
 
 def parse_recipe(
@@ -335,18 +361,18 @@ def parse_recipe(
 ) -> Recipe:
     """The typed recipe of a command: the layers merged, then the command line on top.
 
-    `argv` holds `--config PATH`, `--smoke` and field overrides (`--max_steps 10`); `stage`
-    is one more layer above local.yaml (a stage's keys, the sample data); `read_only` is for
-    commands that read the recipe without training (a GPU recipe then parses on any machine).
+    `argv` holds `--config PATH`, `--smoke`/`--trial` and field overrides (`--max_steps 10`);
+    `extra` is one more layer above local.yaml (a stage's keys, the sample data); `read_only`
+    is for commands that read the recipe without training (a GPU recipe parses on any machine).
     """
     import os
 
     args = list(sys.argv[1:] if argv is None else argv)
-    config, smoke, rest = _split_arguments(args)
+    config, offline, rest = _split_arguments(args)
     parser = recipe_parser()
     fields = {f.name for t in parser.dataclass_types for f in dataclasses.fields(t)}
     merged: dict[str, object] = {}
-    for layer in recipe_layers(config, fields=fields, extra=extra, smoke=smoke,
+    for layer in recipe_layers(config, fields=fields, extra=extra, offline=offline,
                                read_only=read_only):  # fmt: skip
         values = dict(layer.values)
         env = values.pop("env", None)
@@ -366,8 +392,9 @@ def parse_recipe(
         hint = ""
         if "bf16/gpu" in str(err) or "requires a GPU" in str(err):
             hint = (
-                " This recipe is tuned for a GPU tier: run it on the GPU, check it here with "
-                "--smoke, or see what is missing with `make doctor`."
+                " This recipe is tuned for a GPU tier: run it on the GPU; on this machine, try "
+                "your data with `make try` (--trial), check the pipeline with `make smoke`, or "
+                "see what is missing with `make doctor`."
             )
         raise UserError(f"recipe: {err}{hint}") from err
     recipe = Recipe(*parsed[:5])

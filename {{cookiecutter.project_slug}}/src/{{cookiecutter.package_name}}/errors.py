@@ -13,6 +13,10 @@ class UserError(Exception):
     """A problem with the input (recipe, data, paths) that the message explains how to fix."""
 
 
+class DataError(UserError):
+    """The data cannot be used as configured (the message names the file, row and column)."""
+
+
 class Interrupted(Exception):  # noqa: N818 - a stop, not an error
     """Training stopped on a signal after saving a checkpoint; carries the exit code."""
 

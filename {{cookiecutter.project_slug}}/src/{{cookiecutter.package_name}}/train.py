@@ -12,6 +12,7 @@ tokenizer, `trainer_state.json` and `run_record.json` are in `output_dir`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -61,8 +62,9 @@ def configure_trackers(training_args) -> None:
         logger.info("wandb: offline (no WANDB_API_KEY); upload later with `wandb sync`")
 
 
-def callbacks_for(trainer, recipe) -> list:
-    """The health monitor, and the adaptive reward weights when the recipe asks for them."""
+def callbacks_for(trainer, recipe, funcs: list) -> list:
+    """The health monitor, and the adaptive reward weights when the recipe asks for them
+    (`funcs`: the resolved reward functions, in the recipe's order)."""
     from .training.adaptive_weights import AdaptiveRewardWeights, Policy
     from .training.health import HealthMonitor, limits_from
 
@@ -74,10 +76,11 @@ def callbacks_for(trainer, recipe) -> list:
         max_completion_length=training_args.max_completion_length,
         correctness=correctness if correctness in script_args.reward_funcs else None,
     )
+    if script_args.smoke:  # the offline run chose its short completions: clipping is expected
+        limits = dataclasses.replace(limits, clipped_max=1.0)
     output_dir = training_args.output_dir
     found = [HealthMonitor(limits, output_dir, script_args.health_stop_on_fatal)]
     if script_args.adaptive_reward_weights:
-        funcs = rewards.resolve(script_args.reward_funcs, recipe.reward_settings())
         names = [f.__name__ for f in funcs]
         ranges = [getattr(f, "reward_range", None) for f in funcs]
         if script_args.reward_model:
@@ -98,11 +101,18 @@ def build_trainer(recipe, record=None):
     """Everything up to a ready `GRPOTrainer` (also used by tests and the learning check)."""
     from trl import GRPOTrainer
 
+    from .training.health import watch_group_spread
+
     script_args, task_args, training_args, model_args = (
         recipe.script, recipe.task, recipe.training, recipe.model,
     )  # fmt: skip
     modeling.check_gpu_packages(recipe)
-    reward_funcs = rewards.resolve(script_args.reward_funcs, recipe.reward_settings())
+    settings = recipe.reward_settings()  # checked here, before the data and the model load
+    funcs = rewards.resolve(script_args.reward_funcs, settings)
+    reward_funcs = [
+        watch_group_spread(func, training_args.num_generations)  # per-group spread, logged
+        for func in funcs
+    ]
     rows = data.load_training_rows(script_args, task_args)
     check_reward_weights(
         script_args.reward_funcs, training_args.reward_weights, script_args.reward_model
@@ -110,10 +120,11 @@ def build_trainer(recipe, record=None):
     if script_args.reward_model:
         reward_funcs = [*reward_funcs, script_args.reward_model]  # TRL loads it (num_labels=1)
     tokenizer = modeling.load_tokenizer(model_args, training_args.trust_remote_code)
-    rows, stats = data.prepare(rows, tokenizer, script_args, task_args)
+    kwargs = training_args.chat_template_kwargs  # TRL renders the prompts with them too
+    rows, stats = data.prepare(rows, tokenizer, script_args, task_args, kwargs)
     logger.info("training on %d prompts (%d dropped as too long)", stats.kept, stats.dropped)
     if record is not None:
-        record.start(script_args, rows, stats)
+        record.start(script_args, rows, stats, settings)
     try:
         trainer = GRPOTrainer(
             reward_funcs=reward_funcs,
@@ -128,9 +139,17 @@ def build_trainer(recipe, record=None):
             name = script_args.reward_model
         raise modeling.ModelError(modeling.hub_hint(name, err)) from err
     modeling.check_trainer(trainer)
-    for callback in callbacks_for(trainer, recipe):
+    for callback in callbacks_for(trainer, recipe, funcs):
         trainer.add_callback(callback)
     return trainer
+
+
+def end(trainer) -> None:
+    """Close the trackers and the process group at the end of a run, as TRL's own script does
+    (`Trainer.end`, transformers >= 5.18; the Unsloth stack's transformers has none)."""
+    finish = getattr(trainer, "end", None)
+    if callable(finish):
+        finish()
 
 
 def train(argv: Sequence[str] | None = None, stage=None):
@@ -145,6 +164,14 @@ def train(argv: Sequence[str] | None = None, stage=None):
     training_args = recipe.training
     configure_trackers(training_args)
     record = RunRecord(recipe, argv, main_process=training_args.process_index == 0)
+    if recipe.script.smoke:
+        logger.info(
+            "offline run (--smoke/--trial): %s on the CPU for %d steps, into %s; it proves the "
+            "data, prompts and rewards run end to end, it does not train a useful model",
+            recipe.model.model_name_or_path,
+            training_args.max_steps,
+            training_args.output_dir,
+        )
     trainer = build_trainer(recipe, record)
     checkpoint = last_checkpoint(training_args.output_dir) if recipe.script.resume else None
     logger.info("training processes: %d", training_args.world_size)
@@ -160,6 +187,7 @@ def train(argv: Sequence[str] | None = None, stage=None):
             trainer.state.global_step,
             training_args.output_dir,
         )
+        end(trainer)
         raise Interrupted(stopper.exit_code)
     trainer.save_model(training_args.output_dir)
     trainer.save_state()
@@ -169,6 +197,7 @@ def train(argv: Sequence[str] | None = None, stage=None):
     status = f"stopped by the health check ({', '.join(fatal)})" if stopped else "finished"
     record.finish(trainer.state, status, checkpoint)
     logger.info("saved the trained model to %s", training_args.output_dir)
+    end(trainer)
     return trainer
 
 

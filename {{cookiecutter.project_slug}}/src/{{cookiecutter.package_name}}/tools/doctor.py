@@ -178,7 +178,7 @@ def check_optional_packages(recipe, cuda: bool) -> list[Finding]:
                     FAIL,
                     "vllm",
                     "use_vllm is true but vLLM is not installed",
-                    "pip install -e '.[vllm]' (or set use_vllm: false: slower generation)",
+                    "pip install -e '.[gpu]' (or set use_vllm: false: slower generation)",
                 )
             )
     needs_bnb = model.load_in_4bit or model.load_in_8bit or "8bit" in str(training.optim)
@@ -250,16 +250,38 @@ def percentile(values: list[int], q: float) -> int:
     return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
 
 
+def check_reward_settings(recipe) -> list[Finding]:
+    """The task's reward settings, checked as training checks them (the label set, the code
+    sandbox's isolation level and limits)."""
+    from ..tasks import TASK
+
+    try:
+        settings = TASK.reward_settings(recipe.task)
+    except UserError as err:
+        return [Finding(FAIL, "rewards", str(err), "see the message; training stops there too")]
+    findings = []
+    for name, value in settings.items():
+        if not hasattr(value, "describe"):
+            continue
+        facts = value.describe()
+        check = "sandbox" if "isolation" in facts else name
+        line = value.summary() if hasattr(value, "summary") else str(facts)
+        if facts.get("isolation") == "process":
+            fix = "install bubblewrap (apt-get install bubblewrap) or enable user namespaces"
+            findings.append(Finding(WARN, check, f"{line}: NOT isolated from your files", fix))
+        else:
+            findings.append(Finding(OK, check, line))
+    return findings
+
+
 def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list[Finding]:
     """Load and validate the data, then measure prompt lengths with the model's tokenizer."""
     from .. import data, modeling
-    from ..tasks import TASK
 
     if not data.is_local(recipe.script.dataset_name) and (offline or hub_failed):
         why = "offline" if offline else "the Hub is unreachable"
         return [Finding(WARN, "data", f"{why}: {recipe.script.dataset_name} not loaded", "")]
     try:
-        TASK.reward_settings(recipe.task)  # checks the task's settings (e.g. the label set)
         rows = data.load_training_rows(recipe.script, recipe.task)
     except UserError as err:
         return [Finding(FAIL, "data", str(err), "fix the data or the column settings")]
@@ -272,7 +294,8 @@ def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list
         return [*findings, Finding(WARN, "prompt lengths", f"tokenizer unavailable: {err}")]
     sample = rows.select(range(min(rows_limit, len(rows))))
     conversations = data.to_conversations(sample, recipe.script, recipe.task)
-    lengths = [data.prompt_token_count(tokenizer, row["prompt"]) for row in conversations]
+    kwargs = recipe.training.chat_template_kwargs  # as TRL renders the prompts
+    lengths = [data.prompt_token_count(tokenizer, row["prompt"], kwargs) for row in conversations]
     limit = recipe.script.max_prompt_tokens
     dropped = sum(length > limit for length in lengths)
     p50, p90, top = percentile(lengths, 0.5), percentile(lengths, 0.9), max(lengths)
@@ -338,6 +361,7 @@ def diagnose(argv: Sequence[str] | None = None) -> list[Finding]:
     hub = check_hub(recipe, offline)
     findings += hub
     hub_failed = any(f.check == "hub" and f.level == FAIL for f in hub)
+    findings += check_reward_settings(recipe)
     findings += check_data(recipe, args.rows, offline, hub_failed)
     findings += check_disk(recipe)
     return findings

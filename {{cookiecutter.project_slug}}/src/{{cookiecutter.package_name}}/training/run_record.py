@@ -105,8 +105,13 @@ class RunRecord:
             "git": git_revision(),
         }
 
-    def start(self, script_args, rows, stats) -> None:
+    def start(self, script_args, rows, stats, reward_settings: dict | None = None) -> None:
         self.data["dataset"] = dataset_source(script_args, rows)
+        # What the rewards ran with, e.g. the code sandbox's isolation level and limits.
+        self.data["reward_settings"] = {
+            name: value.describe() if hasattr(value, "describe") else _plain(value)
+            for name, value in (reward_settings or {}).items()
+        }
         self.data["rows"] = {"kept": stats.kept, "dropped_too_long": stats.dropped,
                              "longest_prompt_tokens": stats.longest}  # fmt: skip
         self.write()

@@ -1,6 +1,7 @@
 """Multi-stage training: the recipe run in stages, each starting from the previous one's weights.
 
-    python -m {{ cookiecutter.package_name }}.training.stages configs/stages.yaml [--smoke] [flags]
+    python -m {{ cookiecutter.package_name }}.training.stages
+        configs/stages.yaml [--smoke] [recipe overrides for every stage]
 
 The stages file names a base recipe and a list of stages; each stage is that recipe with the
 stage's keys replaced (any recipe field: rewards and weights, max_steps, learning_rate, ...).
