@@ -71,8 +71,9 @@ MATH = TaskSpec(
     prompt_column="question",
     answer_column="answer",
     system_prompt=(
-        "You solve math problems. " + FORMAT_INSTRUCTIONS + " The answer is a number or "
-        "a LaTeX expression, without units."
+        "You solve math problems. " + FORMAT_INSTRUCTIONS + " The final answer is only the "
+        "result, without units or words: a number such as 18 or 0.5, or a LaTeX expression "
+        "such as \\frac{3}{4}, 2\\sqrt{2}, (1, 2) or \\text{Monday}."
     ),
     rewards=(
         Reward(
@@ -125,21 +126,29 @@ CODE = TaskSpec(
         "`google-research-datasets/mbpp` (config `full`): `text` is the problem, "
         "`test_list` the asserts the code must pass (shown in the prompt, since they name the "
         "function), `code` a reference solution, `test_setup_code` code run before the tests. "
-        "HumanEval-style data works too: point `answer_column` at its `test` column and set "
-        "`entry_point_column: entry_point`."
+        "HumanEval (`openai/openai_humaneval`, split `test`) works too: `prompt_column: prompt`, "
+        "`answer_column: test`, `entry_point_column: entry_point`, `stub_column: prompt`, "
+        "`solution_column: canonical_solution`, `setup_column: null`."
     ),
     example_prompt="Write a function to return the largest of three numbers.",
-    sample_what="24 MBPP-style problems (`text`, `code`, `test_list`, `test_setup_code`)",
-    sample_source=WRITTEN_HERE,
-    sample_license=WRITTEN_LICENSE,
+    sample_what="MBPP problems task_id 1-24 (`text`, `code`, `test_list`, `test_setup_code`)",
+    sample_source="github.com/google-research/google-research, `mbpp/mbpp.jsonl`",
+    sample_license="CC BY 4.0, Google (Austin et al. 2021, arXiv:2108.07732)",
     metric_note="`pass_rate`, the share of the row's tests the program passes",
     arguments=(
         Argument("sandbox_workers", 2, "programs run in parallel when scoring a batch"),
         Argument("sandbox_timeout", 5.0, "wall-clock seconds per program, tests included"),
         Argument("sandbox_memory_mb", 512, "memory limit per program"),
+        Argument(
+            "sandbox_isolation",
+            "auto",
+            "auto: bubblewrap, else unshare, else refuse; `process` = weaker, warned",
+        ),
+        Argument("sandbox_python", None, "Python 3.11+ running the programs; null: this one"),
         Argument("solution_column", "code", "reference solution (ideal completions only)"),
         Argument("setup_column", "test_setup_code", "code run before the tests; null if none"),
         Argument("entry_point_column", None, "HumanEval: column naming the checked function"),
+        Argument("stub_column", None, "HumanEval: `prompt`, the code the solution completes"),
     ),
 )
 

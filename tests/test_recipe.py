@@ -38,7 +38,7 @@ def rendered(combo):
 def test_recipe_is_the_plan_and_every_value_is_explained(combo):
     answers, text = rendered(combo)
     loaded = yaml.safe_load(text)
-    assert loaded == recipe.values(answers.plan, answers.tracker)
+    assert loaded == recipe.values(answers.plan, answers.tracker, answers.algorithm)
     for key in STALE:
         assert key not in loaded
     unexplained = [
@@ -74,7 +74,7 @@ TRANSFORMERS = [c for c in VALID if c["backend"] == "transformers"]
 @pytest.mark.parametrize("combo", UNSLOTH, ids=name)
 def test_unsloth_recipe_section_is_consistent(combo):
     answers, _ = rendered(combo)
-    values = recipe.values(answers.plan, answers.tracker)
+    values = recipe.values(answers.plan, answers.tracker, answers.algorithm)
     assert values["max_seq_length"] >= values["max_prompt_tokens"] + values["max_completion_length"]
     assert values["max_lora_rank"] >= values["lora_r"]
     assert values["fast_inference"] == answers.plan.fast_inference

@@ -59,6 +59,59 @@ def test_answer_tag_format(completion, expected):
     assert score("answer_tag_format", completion) == expected
 
 
+@pytest.mark.parametrize(
+    "written",
+    [
+        "Sports.",
+        '"Sports"',
+        "'sports'",
+        "**Sports**",
+        "*Sports*",
+        "_Sports_",
+        "`Sports`",
+        "**Sports**.",
+        "\u201cSports\u201d",
+        "(Sports)",
+        "Sports!",
+        "\uff33\uff50\uff4f\uff52\uff54\uff53",  # full-width letters
+        "Spo\u200brts",  # a zero-width space inside
+        "\ufeffSports\u200d",
+        "  SPORTS  ",
+    ],
+)
+def test_decoration_around_the_label_is_ignored(written):
+    """Quotes, markdown emphasis, punctuation, Unicode width and zero-width characters are not
+    the label (normalise_label, shared with the custom task)."""
+    completion = f"<think>a match</think><answer>{written}</answer>"
+    assert score("label_correctness", completion, answer="Sports") == 1.0
+    assert score("label_in_set", completion) == 1.0
+
+
+@pytest.mark.parametrize(
+    "written", ["Sports-ish", "not Sports", "Sportsman", "Sports World", "Sports/Tech", "S ports"]
+)
+def test_a_label_inside_other_words_is_not_the_label(written):
+    completion = f"<answer>{written}</answer>"
+    assert score("label_correctness", completion, answer="Sports") == 0.0
+    assert score("label_in_set", completion) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("written", "gold", "expected"),
+    [
+        ("not entailment", "entailment", 0.0),
+        ("entailment", "not entailment", 0.0),
+        ("**Entailment**", "entailment", 1.0),
+        ("Not entailment.", "not entailment", 1.0),
+        ("entailment-ish", "entailment", 0.0),
+    ],
+)
+def test_nli_labels_that_share_a_word_stay_apart(written, gold, expected):
+    labels = ["entailment", "not entailment"]
+    completion = f"<answer>{written}</answer>"
+    assert score("label_correctness", completion, labels, answer=gold) == expected
+
+
 def test_labels_come_from_the_recipe():
     fact_check = ["SUPPORTED", "REFUTED"]
     assert score("label_in_set", "<answer>refuted</answer>", labels=fact_check) == 1.0
@@ -69,6 +122,10 @@ def test_labels_come_from_the_recipe():
 def test_bad_label_sets_are_refused():
     with pytest.raises(UserError, match="repeat"):
         TASK.reward_settings(TaskArguments(labels=["Yes", "yes"]))
+    with pytest.raises(UserError, match="repeat"):
+        TASK.reward_settings(TaskArguments(labels=["Yes", "**Yes.**"]))
+    with pytest.raises(UserError, match="at least one"):
+        TASK.reward_settings(TaskArguments(labels=["Yes", "..."]))
     with pytest.raises(UserError, match="at least one"):
         TASK.reward_settings(TaskArguments(labels=[]))
 

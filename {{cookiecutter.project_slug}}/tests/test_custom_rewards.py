@@ -10,7 +10,12 @@ from {{ cookiecutter.package_name }}.rewards import REGISTRY
     [
         ("<think>recall</think><answer>Paris</answer>", 1.0),
         ("<answer> paris. </answer>", 1.0),
+        ("<answer>**Paris**</answer>", 1.0),
+        ('<answer>"Paris".</answer>', 1.0),
+        ("<answer>\uff30\uff41\uff52\uff49\uff53</answer>", 1.0),  # full-width letters
         ("<answer>Lyon</answer>", 0.0),
+        ("<answer>Paris, Texas</answer>", 0.0),
+        ("<answer>not Paris</answer>", 0.0),
         ("Paris", 0.0),
     ],
 )

@@ -1,11 +1,14 @@
-"""JSON rewards: schema validity, per-field match and text-outside-JSON, on golden completions."""
+"""JSON rewards: schema validity, per-field match and text-outside-JSON, on golden completions,
+on cases of the official JSON-Schema-Test-Suite, and on completions that try to game them."""
 
 import json
+import time
+import unicodedata
 
 import pytest
 
-from {{ cookiecutter.package_name }}.rewards import REGISTRY
-from {{ cookiecutter.package_name }}.rewards.json_rewards import find_json
+from {{ cookiecutter.package_name }}.rewards import REGISTRY, call_like_trl
+from {{ cookiecutter.package_name }}.rewards.json_rewards import SCHEMA_BUDGET_S, find_json
 
 SCHEMA = json.dumps(
     {
@@ -94,3 +97,230 @@ def test_deeply_nested_json_scores_without_crashing():
     assert find_json(deep)[0] is not None or find_json(deep)[0] is None
     assert score("json_field_match", deep, answer=deep) in (0.0, None)
     assert score("json_schema_valid", deep, schema=SCHEMA) in (0.0, 0.25)
+
+
+# --- cases ported from json-schema-org/JSON-Schema-Test-Suite (MIT) ----------------------------
+# Source: https://github.com/json-schema-org/JSON-Schema-Test-Suite, tests/draft2020-12/<file>.json
+# (the file is named in each comment; "$schema" dropped: draft 2020-12 is the default). Only the
+# cases whose instance is an object or an array: the JSON task answers with one of those.
+SCHEMA_SUITE = [
+    (  # required.json: required validation
+        {"properties": {"foo": {}, "bar": {}}, "required": ["foo"]},
+        [({"foo": 1}, True), ({"bar": 1}, False), ([], True)],
+    ),
+    (  # properties.json: object properties validation
+        {"properties": {"foo": {"type": "integer"}, "bar": {"type": "string"}}},
+        [
+            ({"foo": 1, "bar": "baz"}, True),
+            ({"foo": 1, "bar": {}}, False),
+            ({"foo": [], "bar": {}}, False),
+            ({"quux": []}, True),
+            ([], True),
+        ],
+    ),
+    (  # additionalProperties.json: additionalProperties being false does not allow other properties
+        {
+            "properties": {"foo": {}, "bar": {}},
+            "patternProperties": {"^v": {}},
+            "additionalProperties": False,
+        },
+        [
+            ({"foo": 1}, True),
+            ({"foo": 1, "bar": 2, "quux": "boom"}, False),
+            ([1, 2, 3], True),
+            ({"foo": 1, "vroom": 2}, True),
+        ],
+    ),
+    (  # enum.json: heterogeneous enum validation
+        {"enum": [6, "foo", [], True, {"foo": 12}]},
+        [([], True), ({"foo": False}, False), ({"foo": 12}, True), ({"foo": 12, "boo": 42}, False)],
+    ),
+    (  # const.json: const with object
+        {"const": {"foo": "bar", "baz": "bax"}},
+        [
+            ({"foo": "bar", "baz": "bax"}, True),
+            ({"baz": "bax", "foo": "bar"}, True),
+            ({"foo": "bar"}, False),
+            ([1, 2], False),
+        ],
+    ),
+    (  # const.json: const with array
+        {"const": [{"foo": "bar"}]},
+        [([{"foo": "bar"}], True), ([2], False), ([1, 2, 3], False)],
+    ),
+    (  # uniqueItems.json: uniqueItems validation (the first twelve cases)
+        {"uniqueItems": True},
+        [
+            ([1, 2], True),
+            ([1, 1], False),
+            ([1, 2, 1], False),
+            ([1.0, 1.0, 1], False),
+            ([0, False], True),
+            ([1, True], True),
+            (["foo", "bar", "baz"], True),
+            (["foo", "bar", "foo"], False),
+            ([{"foo": "bar"}, {"foo": "baz"}], True),
+            ([{"foo": "bar"}, {"foo": "bar"}], False),
+            ([{"foo": "bar", "bar": "foo"}, {"bar": "foo", "foo": "bar"}], False),
+            ([["foo"], ["bar"]], True),
+        ],
+    ),
+    (  # patternProperties.json: patternProperties validates properties matching a regex
+        {"patternProperties": {"f.*o": {"type": "integer"}}},
+        [
+            ({"foo": 1}, True),
+            ({"foo": 1, "foooooo": 2}, True),
+            ({"foo": "bar", "fooooo": 2}, False),
+            ({"foo": "bar", "foooooo": "baz"}, False),
+            (["foo"], True),
+        ],
+    ),
+    (  # prefixItems.json: a schema given for prefixItems
+        {"prefixItems": [{"type": "integer"}, {"type": "string"}]},
+        [
+            ([1, "foo"], True),
+            (["foo", 1], False),
+            ([1], True),
+            ([1, "foo", True], True),
+            ([], True),
+            ({"0": "invalid", "1": "valid", "length": 2}, True),
+        ],
+    ),
+    (  # items.json: a schema given for items
+        {"items": {"type": "integer"}},
+        [([1, 2, 3], True), ([1, "x"], False), ({"foo": "bar"}, True)],
+    ),
+    (  # dependentRequired.json: single dependency
+        {"dependentRequired": {"bar": ["foo"]}},
+        [
+            ({}, True),
+            ({"foo": 1}, True),
+            ({"foo": 1, "bar": 2}, True),
+            ({"bar": 2}, False),
+            (["bar"], True),
+        ],
+    ),
+    (  # type.json: object type matches objects
+        {"type": "object"},
+        [({}, True), ([], False)],
+    ),
+    (  # type.json: array type matches arrays
+        {"type": "array"},
+        [({}, False), ([], True)],
+    ),
+    (  # type.json: multiple types can be specified in an array
+        {"type": ["integer", "string"]},
+        [({}, False), ([], False)],
+    ),
+    (  # minItems.json: minItems validation
+        {"minItems": 1},
+        [([1, 2], True), ([1], True), ([], False)],
+    ),
+    (  # maxProperties.json: maxProperties validation
+        {"maxProperties": 2},
+        [({"foo": 1}, True), ({"foo": 1, "bar": 2}, True), ({"foo": 1, "bar": 2, "baz": 3}, False)],
+    ),
+    (  # propertyNames.json: propertyNames validation
+        {"propertyNames": {"maxLength": 3}},
+        [
+            ({"f": {}, "foo": {}}, True),
+            ({"foo": {}, "foobar": {}}, False),
+            ({}, True),
+            ([1, 2, 3, 4], True),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("schema", "instance", "valid"),
+    [(schema, instance, valid) for schema, cases in SCHEMA_SUITE for instance, valid in cases],
+)
+def test_schema_validity_agrees_with_the_json_schema_test_suite(schema, instance, valid):
+    completion = json.dumps(instance)
+    assert score("json_schema_valid", completion, schema=json.dumps(schema)) == (
+        1.0 if valid else 0.25
+    )
+
+
+# --- completions that try to game the rewards -------------------------------------------------
+
+NUMBER_UP_TO_5 = json.dumps(
+    {"type": "object", "properties": {"a": {"type": "number", "maximum": 5}}, "required": ["a"]}
+)
+
+
+@pytest.mark.parametrize(
+    "literal", ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "[NaN]", '{"b": Infinity}']
+)
+def test_non_standard_literals_are_not_json(literal):
+    """Python's json module reads NaN and Infinity (and 1e999 as inf); standard JSON has none,
+    and NaN passes every `maximum` check. Such text is not JSON: no credit."""
+    completion = '{"a": ' + literal + "}"
+    assert find_json(completion) == (None, len(completion))
+    assert score("json_schema_valid", completion, schema=NUMBER_UP_TO_5) == 0.0
+    assert score("json_only", completion) == -1.0
+    assert score("json_field_match", completion, answer='{"a": 3}') == 0.0
+    assert score("json_field_match", '{"a": 3}', answer=completion) is None  # no reference
+
+
+def test_strings_and_keys_compare_after_unicode_normalisation():
+    composed = unicodedata.normalize("NFC", "Zürich Café")
+    decomposed = unicodedata.normalize("NFD", composed)
+    assert composed != decomposed
+    reference = json.dumps({"city": composed, composed: 1}, ensure_ascii=False)
+    completion = json.dumps({"city": decomposed, decomposed: 1}, ensure_ascii=False)
+    assert score("json_field_match", completion, answer=reference) == 1.0
+    assert score("json_field_f1", completion, answer=reference) == 1.0
+
+
+def test_a_flattened_key_is_not_the_nested_field():
+    reference = json.dumps({"addr": {"city": "Graz"}, "name": "Lena"})
+    flat = json.dumps({"addr.city": "Graz", "name": "Lena"})
+    assert score("json_field_match", flat, answer=reference) == 0.5
+    assert score("json_field_f1", flat, answer=reference) == 0.5
+    nested = json.dumps({"addr": {"city": "Graz"}, "name": "Lena"})
+    assert score("json_field_match", nested, answer=reference) == 1.0
+    # list indices and keys that look like them are different fields too
+    assert score("json_field_match", '{"items": {"0": 1}}', answer='{"items": [1]}') == 0.0
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ('{"name": "Ana", "tags": [], "meta": {}}', 1.0),
+        ('{"name": "Ana"}', pytest.approx(1 / 3)),
+        ('{"name": "Ana", "tags": ["x"], "meta": {}}', pytest.approx(2 / 3)),
+        ('{"name": "Ana", "tags": {}, "meta": []}', pytest.approx(1 / 3)),
+        ('{"name": "Ana", "tags": null, "meta": {}}', pytest.approx(2 / 3)),
+    ],
+)
+def test_empty_containers_in_the_reference_are_fields(completion, expected):
+    reference = '{"name": "Ana", "tags": [], "meta": {}}'
+    assert score("json_field_match", completion, answer=reference) == expected
+
+
+def test_an_empty_reference_object_is_one_field():
+    assert score("json_field_match", "{}", answer="{}") == 1.0
+    assert score("json_field_match", '{"a": 1}', answer="{}") == 0.0
+
+
+def test_a_backtracking_schema_pattern_is_cut_by_the_time_budget():
+    """`^(a+)+$` on 'aaa...!' backtracks for longer than the universe has existed; the completion
+    scores 0 within the budget, and the timeout is counted (TRL's log_metric)."""
+    schema = json.dumps({"type": "object", "properties": {"id": {"pattern": "^(a+)+$"}}})
+    row = {"prompt": [], "schema": schema, "answer": "{}"}
+    metrics = []
+    func = REGISTRY["json_schema_valid"]
+    start = time.monotonic()
+    columns = {"schema": [schema, schema], "answer": ["{}", "{}"]}
+    values = func(
+        ['{"id": "' + "a" * 40 + '!"}', '{"id": "aaaa"}'],
+        log_metric=lambda name, value: metrics.append((name, value)),
+        **columns,
+    )
+    elapsed = time.monotonic() - start
+    assert values == [0.0, 1.0]
+    assert elapsed < SCHEMA_BUDGET_S + 2.0
+    assert metrics == [("rewards/json_schema_valid/timeouts", 1.0)]
+    assert call_like_trl(func, ['{"id": "aa"}'], [row]) == [1.0]

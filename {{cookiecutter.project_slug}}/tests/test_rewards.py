@@ -1,12 +1,26 @@
 """The recipe's rewards: registered, maxed by ideal completions, TRL's contract, hostile input."""
 
+import contextlib
+import logging
 import math
+import random
+import signal
+import sys
+import threading
+import time
 
 import pytest
 
 from {{ cookiecutter.package_name }}.errors import UserError
-from {{ cookiecutter.package_name }}.rewards import REGISTRY, bind, resolve
-from {{ cookiecutter.package_name }}.rewards.base import call_like_trl
+from {{ cookiecutter.package_name }}.rewards import REGISTRY, base, bind, resolve
+from {{ cookiecutter.package_name }}.rewards.base import (
+    RewardTimeout,
+    call_like_trl,
+    extract_answer,
+    normalise_label,
+    reward,
+    time_budget,
+)
 from {{ cookiecutter.package_name }}.tasks import TASK
 from {{ cookiecutter.package_name }}.tools import reward_debug
 
@@ -122,6 +136,43 @@ def test_partial_format(completion, expected):
     assert score("partial_format", completion) == pytest.approx(expected)
 
 
+# Cases of open-r1's tests/test_rewards.py (huggingface/open-r1): `format_reward` for the strict
+# layout, `tag_count_reward` for the per-tag credit.
+OPEN_R1_FORMAT = [
+    ("<think>\nSome reasoning\n</think>\n<answer>\nThe answer\n</answer>", 1.0),
+    ("<think>Only thinking</think>", 0.0),
+    ("<answer>Only answer</answer>", 0.0),
+    ("No tags at all", 0.0),
+    ("<think>Missing closing</think><answer>Missing closing", 0.0),
+    ("<think>Wrong order</answer><answer>Wrong order</think>", 0.0),
+    (
+        "<think>\nI will count each distinct object in the image:\n1. Purple scooter\n2. Red "
+        "bicycle\n\nThere are 9 distinct objects in total.\n</think>\n<answer>\n9\n</answer>",
+        1.0,
+    ),
+]
+OPEN_R1_TAG_COUNT = [
+    ("<think>\nSome reasoning\n</think>\n<answer>\nThe answer\n</answer>", 1.0),
+    # Deliberate difference: open-r1 gives 0.75 here; thinking templates prefill `<think>` in the
+    # prompt, so a completion that starts inside the block is complete (formats.partial_format).
+    ("Some reasoning\n</think>\n<answer>\nThe answer\n</answer>", 1.0),
+    ("<think>\nSome reasoning\n<answer>\nThe answer\n</answer>", 0.75),
+    ("<think>\nSome reasoning\n</think>\nThe answer\n</answer>", 0.75),
+    ("<think>\nSome reasoning\n</think>\n<answer>\nThe answer", 0.75),
+    ("Some reasoning\nThe answer", 0.0),
+]
+
+
+@pytest.mark.parametrize(("completion", "expected"), OPEN_R1_FORMAT)
+def test_strict_format_agrees_with_open_r1(completion, expected):
+    assert score("strict_format", completion) == expected
+
+
+@pytest.mark.parametrize(("completion", "expected"), OPEN_R1_TAG_COUNT)
+def test_partial_format_agrees_with_open_r1_tag_count(completion, expected):
+    assert score("partial_format", completion) == expected
+
+
 @pytest.mark.parametrize(
     ("tokens", "expected"), [(0, 0.0), (96, 0.0), (112, -0.5), (128, -1.0), (500, -1.0)]
 )
@@ -129,6 +180,172 @@ def test_soft_overlong(tokens, expected):
     func = resolve(["soft_overlong"], {"max_completion_length": 128})[0]
     value = func(["x"], completion_ids=[[1] * tokens])[0]
     assert value == pytest.approx(expected)
+
+
+def test_soft_overlong_is_trls_dapo_punishment():
+    """Numerically TRL's get_soft_overlong_punishment with the buffer a quarter of
+    max_completion_length, at every length around the buffer and the limit; and the cases of
+    TRL's and open-r1's own tests (max 100, cache 20: 50 -> 0, 90 -> -0.5, 110 -> -1), which
+    are max_completion_length 80 here (80 // 4 = 20)."""
+    from trl.rewards import get_soft_overlong_punishment
+
+    for limit in (1, 2, 7, 80, 128, 1000, 4096):
+        ours = resolve(["soft_overlong"], {"max_completion_length": limit})[0]
+        trls = get_soft_overlong_punishment(limit, max(1, limit // 4))
+        lengths = sorted({0, 1, *range(max(0, limit - limit // 4 - 3), limit + 4), 2 * limit})
+        ids = [[7] * n for n in lengths]
+        assert ours(["x"] * len(ids), completion_ids=ids) == trls(ids), limit
+    at_80 = resolve(["soft_overlong"], {"max_completion_length": 80})[0]
+    values = at_80(["x"] * 3, completion_ids=[[1] * 50, [1] * 70, [1] * 90])
+    assert values == [0.0, pytest.approx(-0.5), -1.0]
+
+
+# --- shared text handling --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<answer> 42 </answer>", "42"),
+        ("<think>x</think><answer>1</answer> then <answer>2</answer>", "2"),
+        ("<answer>1</answer><answer>2", "1"),  # the last block that is closed
+        ("<answer>a<answer>b</answer>", "b"),  # an unclosed opening before it is not content
+        ("<answer><answer>x</answer></answer>", "x"),
+        ("<answer>x</answer></answer>", "x"),
+        ("</answer><answer>", None),
+        ("<answer>unclosed", None),
+        ("no tags", None),
+        ("<answer></answer>", ""),
+    ],
+)
+def test_extract_answer(text, expected):
+    assert extract_answer(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("written", "label"),
+    [
+        ("Positive", "positive"),
+        ("  positive.  ", "positive"),
+        ('"positive"', "positive"),
+        ("**positive**", "positive"),
+        ("`Sci/Tech`", "sci/tech"),
+        ("\uff50\uff4f\uff53\uff49\uff54\uff49\uff56\uff45", "positive"),
+        ("po\u200bsi\u00adtive", "positive"),
+        ("not   entailment", "not entailment"),
+        ("positive-ish", "positive-ish"),
+        ("NOT ENOUGH INFO", "not enough info"),
+    ],
+)
+def test_normalise_label(written, label):
+    """The one normaliser of the tasks that compare labels (classification, custom)."""
+    assert normalise_label(written) == label
+
+
+# --- time budgets ----------------------------------------------------------------------------
+
+
+def _busy(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def test_time_budget_interrupts_work_in_the_main_thread():
+    start = time.monotonic()
+    with pytest.raises(RewardTimeout), time_budget(0.2):
+        _busy(30)
+    assert time.monotonic() - start < 5
+    with time_budget(0.5):  # no time left over from the last one
+        _busy(0.3)
+
+
+def test_time_budget_gets_through_code_that_swallows_exceptions():
+    def stubborn():
+        for _ in range(5):
+            with contextlib.suppress(Exception):  # what libraries do; a budget gets through
+                _busy(30)
+
+    with pytest.raises(RewardTimeout), time_budget(0.2):
+        stubborn()
+
+
+def test_budgets_ending_as_their_timer_fires_leave_nothing_behind(monkeypatch):
+    """Thousands of budgets whose timer fires about when the block ends or starts (on a busy
+    machine, even inside `__enter__`): each ends in time or as RewardTimeout, nothing else
+    escapes, no "signal ignored" report, no timer left running, the previous handler back."""
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    handler = signal.getsignal(signal.SIGALRM)
+    rng = random.Random(0)
+    escaped = []
+    for _ in range(4000):
+        try:
+            with time_budget(0.0002):
+                _busy(rng.uniform(0.00015, 0.00025))
+        except RewardTimeout:
+            pass
+        except BaseException as err:  # the failure being tested for
+            escaped.append(err)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    _busy(0.2)  # a timer left running would interrupt this
+    assert not escaped
+    assert not unraisable
+    assert signal.getsignal(signal.SIGALRM) == handler
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_an_inner_budget_pauses_the_outer_one():
+    with time_budget(0.6):
+        with time_budget(0.5):
+            _busy(0.4)
+        _busy(0.4)  # 0.8 s in all: the inner block's time was not the outer's
+    with pytest.raises(RewardTimeout), time_budget(0.3):
+        with time_budget(1.0):
+            _busy(0.1)
+        _busy(30)
+
+
+def test_time_budget_outside_the_main_thread_checks_afterwards():
+    outcome = []
+
+    def work():
+        try:
+            with time_budget(0.05):
+                _busy(0.2)
+        except RewardTimeout:
+            outcome.append("timeout")
+        with time_budget(5):
+            outcome.append("ok")
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert outcome == ["timeout", "ok"]
+
+
+def test_a_reward_over_its_budget_scores_low_and_is_counted(caplog):
+    @reward(low=-1.0, high=1.0, time_budget=0.2)
+    def budget_probe(completion: str, **row) -> float:
+        _busy(30 if completion == "slow" else 0)
+        return 1.0
+
+    logger = logging.getLogger(base.__name__)  # caught here even if logging was set up to
+    logger.addHandler(caplog.handler)  # stop at the package (as training does)
+    try:
+        metrics = []
+        values = budget_probe(
+            ["fast", "slow", "fast"], log_metric=lambda *item: metrics.append(item)
+        )
+        assert values == [1.0, -1.0, 1.0]
+        assert metrics == [("rewards/budget_probe/timeouts", 1.0)]
+        assert "1 of 3 completion(s) ran past their time budget" in caplog.text
+        metrics.clear()
+        assert budget_probe(["fast"], log_metric=lambda *item: metrics.append(item)) == [1.0]
+        assert metrics == [("rewards/budget_probe/timeouts", 0.0)]
+    finally:
+        logger.removeHandler(caplog.handler)
+        REGISTRY.pop("budget_probe")
 
 
 def test_recipe_settings_are_passed_in_never_module_state():

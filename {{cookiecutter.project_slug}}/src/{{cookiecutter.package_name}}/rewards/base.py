@@ -14,11 +14,15 @@ the recipe's rewards are resolved (`resolve(names, settings)`, settings from
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
 import math
-import re
+import signal
+import threading
+import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -65,7 +69,11 @@ def completion_text(completion: Any) -> str:
 
 
 def reward(
-    low: float, high: float, batched: bool = False, settings: tuple[str, ...] = ()
+    low: float,
+    high: float,
+    batched: bool = False,
+    settings: tuple[str, ...] = (),
+    time_budget: float | None = None,
 ) -> Callable[[Callable[..., float | None]], RewardFunc]:
     """Turn a scorer into a TRL reward function registered under its name.
 
@@ -74,10 +82,14 @@ def reward(
     returns a list, so it can parallelise. Required keyword parameters are checked once per
     batch: a missing column is a configuration error and raises, while anything a completion
     triggers is scored `low`. `settings` names keyword-only parameters that come from the recipe
-    (see `bind`), not from the dataset.
+    (see `bind`), not from the dataset. `time_budget` (seconds) bounds the scorer's work on one
+    completion: past it the completion scores `low`, and the event is counted (see
+    `time_budget`).
     """
     if not low < high:
         raise ValueError(f"reward range must have low < high, got ({low}, {high})")
+    if batched and time_budget is not None:
+        raise ValueError("time_budget bounds one completion's work: use it with batched=False")
 
     def decorate(scorer: Callable[..., float | None]) -> RewardFunc:
         required = [c for c in _required_columns(scorer) if c not in settings]
@@ -108,14 +120,23 @@ def reward(
             if batched:
                 return _score_batch(scorer, completions, {**columns, **fixed}, low, high)
             scores: list[float | None] = []
+            timeouts = 0
             for i, completion in enumerate(completions):
                 row = {key: value[i] for key, value in columns.items()}
-                scores.append(_score_one(scorer, completion, {**row, **fixed}, low, high))
+                try:
+                    with _budget(time_budget):
+                        value = _score_one(scorer, completion, {**row, **fixed}, low, high)
+                except RewardTimeout:
+                    value, timeouts = low, timeouts + 1
+                scores.append(value)
+            if time_budget is not None or timeouts:
+                _report_timeouts(name, timeouts, n, time_budget, low, kwargs.get("log_metric"))
             return scores
 
         reward_func.reward_range = RewardRange(low, high)  # type: ignore[attr-defined]
         reward_func.required_columns = tuple(required)  # type: ignore[attr-defined]
         reward_func.settings = tuple(settings)  # type: ignore[attr-defined]
+        reward_func.time_budget = time_budget  # type: ignore[attr-defined]
         if name in REGISTRY and REGISTRY[name].__module__ != reward_func.__module__:
             raise ValueError(f"two reward functions are named '{name}'")
         REGISTRY[name] = reward_func
@@ -182,6 +203,8 @@ def _score_one(
 ) -> float | None:
     try:
         value = scorer(completion_text(completion), **row)
+    except RewardTimeout:
+        raise
     except Exception as err:  # a completion must never crash training
         _warn_once(scorer, err, low)
         return low
@@ -199,6 +222,97 @@ def _clean(value, low: float, high: float) -> float | None:
     if not math.isfinite(value):
         return low
     return min(max(value, low), high)
+
+
+# --- time budgets -----------------------------------------------------------------------------
+# A parser that can be made to work for minutes (math-verify on `9^{9^{9^{9}}}`, a schema's
+# backtracking `pattern`) runs under a budget. In the main thread, where TRL calls rewards, a
+# SIGALRM timer interrupts the work; elsewhere signals cannot, so the budget is checked when
+# the work ends (the completion still scores low and is counted, but its time was spent).
+
+TIMEOUT_METRIC = "rewards/{name}/timeouts"  # logged through TRL's `log_metric` on every call
+_RETRY_S = 0.05  # the timer fires again while code that swallows exceptions holds it up
+
+
+class RewardTimeout(Exception):
+    """Work on one completion ran past its time budget."""
+
+
+class _Interrupt(BaseException):
+    # A BaseException, so the `except Exception` clauses of the libraries being interrupted
+    # (math-verify, sympy, jsonschema) let it through.
+    pass
+
+
+def time_budget(seconds: float) -> _TimeBudget:
+    """A context manager that raises `RewardTimeout` when its block runs longer than `seconds`.
+
+    In the main thread the block is interrupted (a SIGALRM timer, firing again every
+    `_RETRY_S` while code that swallows exceptions holds it up); in other threads it runs to the
+    end and the budget is checked afterwards. A budget inside another pauses the outer one: the
+    inner block's time is not the outer block's (a row's gold answer, parsed once and cached,
+    does not count against the completion that first needed it)."""
+    return _TimeBudget(seconds)
+
+
+class _TimeBudget:
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.running = False
+
+    def __enter__(self) -> _TimeBudget:
+        self.start = time.monotonic()
+        self.main = threading.current_thread() is threading.main_thread()
+        self.running = True
+        if self.main:
+            self.previous = signal.signal(signal.SIGALRM, self._alarm)
+            self.outer = signal.setitimer(signal.ITIMER_REAL, self.seconds, _RETRY_S)
+        return self
+
+    def _alarm(self, signum, frame) -> None:
+        # Only the block is interrupted: a timer that fires while __enter__ starts it (the
+        # machine being busy) fires again _RETRY_S later, in the block; one that fires as the
+        # block ends is too late to matter.
+        if self.running and (frame is None or frame.f_code not in _OWN_CODE):
+            raise _Interrupt
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        self.running = False
+        if self.main:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+            if self.outer[0]:  # an enclosing budget (or another timer): resume it where it was
+                signal.setitimer(signal.ITIMER_REAL, *self.outer)
+        if kind is _Interrupt:
+            raise RewardTimeout(f"interrupted after {self.seconds:g} s") from None
+        if kind is None and time.monotonic() - self.start > self.seconds and not self.main:
+            raise RewardTimeout(f"ran {time.monotonic() - self.start:.2f} s, over {self.seconds:g}")
+        return False
+
+
+_OWN_CODE = (_TimeBudget.__enter__.__code__, _TimeBudget.__exit__.__code__)
+
+
+def _budget(seconds: float | None) -> contextlib.AbstractContextManager:
+    return contextlib.nullcontext() if seconds is None else time_budget(seconds)
+
+
+def _report_timeouts(
+    name: str, timeouts: int, total: int, seconds: float | None, low: float, log_metric
+) -> None:
+    """Count the completions that ran out of time: a TRL metric on every call (0 included, so
+    its average per logging step means something) and a warning when there were any."""
+    if callable(log_metric):
+        log_metric(TIMEOUT_METRIC.format(name=name), float(timeouts))
+    if timeouts:
+        logger.warning(
+            "reward %s: %d of %d completion(s) ran past their time budget%s and scored %s",
+            name,
+            timeouts,
+            total,
+            f" of {seconds:g} s" if seconds is not None else "",
+            low,
+        )
 
 
 def call_like_trl(func: RewardFunc, completions: list[str], rows: list[dict]) -> list:
@@ -220,18 +334,49 @@ def call_like_trl(func: RewardFunc, completions: list[str], rows: list[dict]) ->
 
 
 # --- text helpers used by several tasks -------------------------------------------------------
+# Every helper runs in time linear in the text (str.find / rfind / one pass), whatever its shape:
+# a policy can write `<answer>` a million times without closing it.
 
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 
 
 def extract_answer(text: str) -> str | None:
-    """Content of the last `<answer>...</answer>` block, stripped; `None` when there is none."""
-    matches = _ANSWER_RE.findall(text)
-    if not matches:
+    """Content of the last `<answer>...</answer>` block, stripped; `None` when there is none.
+
+    The block is the last `<answer>` that a `</answer>` follows, up to the first `</answer>`
+    after it, so stray or nested tags around it do not leak into the answer."""
+    close = text.rfind(ANSWER_CLOSE)
+    if close == -1:
         return None
-    return matches[-1].strip()
+    start = text.rfind(ANSWER_OPEN, 0, close)
+    if start == -1:
+        return None
+    start += len(ANSWER_OPEN)
+    return text[start : text.find(ANSWER_CLOSE, start)].strip()
 
 
 def tail(text: str, limit: int = 4000) -> str:
     """The last `limit` characters: answers sit at the end, and this bounds parser work."""
     return text[-limit:] if len(text) > limit else text
+
+
+# Characters that decorate a label without being part of it: quotes, markdown emphasis and code,
+# brackets and sentence punctuation around it (`**Positive**.`, `"positive"`, `(A)`).
+_LABEL_DECORATION = " \t\n\r\"'`*_~.,;:!?()[]{}<>\u00ab\u00bb\u2018\u2019\u201c\u201d"
+# Invisible format characters (soft hyphen, zero-width spaces and joiners, direction marks, BOM).
+_INVISIBLE = dict.fromkeys(
+    [0x00AD, 0x061C, 0x180E, *range(0x200B, 0x2010), *range(0x202A, 0x202F)]
+    + [*range(0x2060, 0x2065), *range(0x2066, 0x206A), 0xFEFF]
+)
+
+
+def normalise_label(text: object) -> str:
+    """A label or short answer as compared by the tasks that compare labels.
+
+    Unicode compatibility forms (full-width letters, ligatures) become plain ones (NFKC),
+    zero-width characters go, whitespace collapses, case folds, and quotes, markdown emphasis,
+    brackets and punctuation around the label are dropped. Inside the label nothing else
+    changes, so `positive-ish` and `not entailment` stay different from `positive` and
+    `entailment`."""
+    value = unicodedata.normalize("NFKC", str(text)).translate(_INVISIBLE)
+    return " ".join(value.split()).strip(_LABEL_DECORATION).casefold()

@@ -1,20 +1,15 @@
 """Classification / fact-checking: the answer must be exactly one label of the recipe's set.
 
-Labels compare case-insensitively with whitespace collapsed. Reasoning before the answer is
-optional (inside `<think>` or not); the label goes in the last `<answer>` block.
+Labels compare with `normalise_label` (rewards/base.py, shared with the custom task): case,
+Unicode width and zero-width characters, runs of whitespace, and quotes, markdown emphasis and
+punctuation around the label are ignored (`**Positive**.` is `positive`); anything else inside
+the label counts, so `positive-ish` is not `positive`. Reasoning before the answer is optional
+(inside `<think>` or not); the label goes in the last `<answer>` block.
 """
 
 from __future__ import annotations
 
-import re
-
-from .base import extract_answer, reward
-
-_ANSWER_BLOCK_RE = re.compile(r"<answer>(.*?)</answer>\s*\Z", re.DOTALL)
-
-
-def normalise(label: str) -> str:
-    return " ".join(str(label).split()).casefold()
+from .base import ANSWER_CLOSE, ANSWER_OPEN, extract_answer, normalise_label, reward
 
 
 @reward(low=0.0, high=1.0)
@@ -23,7 +18,7 @@ def label_correctness(completion: str, answer: str, **row) -> float:
     predicted = extract_answer(completion)
     if predicted is None:
         return 0.0
-    return 1.0 if normalise(predicted) == normalise(answer) else 0.0
+    return 1.0 if normalise_label(predicted) == normalise_label(answer) else 0.0
 
 
 @reward(low=0.0, high=1.0, settings=("labels",))
@@ -32,17 +27,19 @@ def label_in_set(completion: str, *, labels: tuple[str, ...], **row) -> float:
     predicted = extract_answer(completion)
     if predicted is None:
         return 0.0
-    return 1.0 if normalise(predicted) in {normalise(label) for label in labels} else 0.0
+    return 1.0 if normalise_label(predicted) in {normalise_label(x) for x in labels} else 0.0
 
 
 @reward(low=0.0, high=1.0)
 def answer_tag_format(completion: str, **row) -> float:
     """1.0 for one `<answer>` block holding one line, at the very end; 0.5 when text follows it
     or it spans lines; 0 without one."""
-    if completion.count("<answer>") != 1 or completion.count("</answer>") != 1:
+    if completion.count(ANSWER_OPEN) != 1 or completion.count(ANSWER_CLOSE) != 1:
         return 0.0
-    match = _ANSWER_BLOCK_RE.search(completion)
-    if match is None:
+    start, end = completion.find(ANSWER_OPEN), completion.find(ANSWER_CLOSE)
+    if end < start:
+        return 0.0
+    content = completion[start + len(ANSWER_OPEN) : end].strip()
+    if completion[end + len(ANSWER_CLOSE) :].strip():
         return 0.5
-    content = match.group(1).strip()
     return 1.0 if content and "\n" not in content else 0.5

@@ -4,22 +4,22 @@ A reward takes the completion text and the row's columns (keyword arguments name
 dataset columns; the gold answer arrives as `answer`) and returns a float in its declared range,
 or None when it does not apply to that row. Register it with `@reward(low, high)`, then list it
 in `reward_funcs` (and a weight in `reward_weights`) in configs/grpo.yaml. Test it on its own
-first: `make reward-debug`.
+first: `make reward-debug`. A reward that parses or runs something a completion could make slow
+declares a per-completion budget, `@reward(low, high, time_budget=1.0)`: past it the completion
+scores `low` and is counted (TRL metric `rewards/<name>/timeouts`).
 """
 
 from __future__ import annotations
 
-from .base import extract_answer, reward
-
-
-def normalise(text: str) -> str:
-    return " ".join(str(text).split()).strip(" .!").casefold()
+from .base import extract_answer, normalise_label, reward
 
 
 @reward(low=0.0, high=1.0)
 def exact_answer(completion: str, answer: str, **row) -> float:
-    """1.0 when the `<answer>` block equals the gold answer (case and spacing ignored)."""
+    """1.0 when the `<answer>` block equals the gold answer, compared as labels are
+    (`normalise_label`: case, spacing, Unicode width and quotes, emphasis and punctuation
+    around the answer ignored)."""
     predicted = extract_answer(completion)
     if predicted is None:
         return 0.0
-    return 1.0 if normalise(predicted) == normalise(answer) else 0.0
+    return 1.0 if normalise_label(predicted) == normalise_label(answer) else 0.0

@@ -7,18 +7,19 @@ The opening `<think>` is optional in the strict check because some chat template
 
 from __future__ import annotations
 
-import re
+import functools
+
+from trl.rewards import get_soft_overlong_punishment
 
 from .base import reward
 
 TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 
-_STRICT_RE = re.compile(r"(?P<think>.+?)</think>\s*<answer>(?P<answer>.+?)</answer>\s*", re.DOTALL)
-
 
 @reward(low=0.0, high=1.0)
 def strict_format(completion: str, **row) -> float:
-    """1.0 when the completion is exactly `<think>…</think> <answer>…</answer>` (each tag once)."""
+    """1.0 when the completion is exactly `<think>…</think> <answer>…</answer>` (each tag once,
+    both non-empty, only whitespace between and after them)."""
     counts = [completion.count(tag) for tag in TAGS]
     if counts[0] > 1 or counts[1:] != [1, 1, 1]:
         return 0.0
@@ -27,8 +28,14 @@ def strict_format(completion: str, **row) -> float:
         text = text[len("<think>") :]
     elif counts[0]:
         return 0.0  # an opening <think> that is not at the start
-    match = _STRICT_RE.fullmatch(text)
-    if match is None or not match["think"].strip() or not match["answer"].strip():
+    think_end, answer_start, answer_end = (text.find(tag) for tag in TAGS[1:])
+    if not think_end < answer_start < answer_end:
+        return 0.0
+    think = text[:think_end]
+    between = text[think_end + len("</think>") : answer_start]
+    answer = text[answer_start + len("<answer>") : answer_end]
+    after = text[answer_end + len("</answer>") :]
+    if not think.strip() or between.strip() or not answer.strip() or after.strip():
         return 0.0
     return 1.0
 
@@ -36,8 +43,13 @@ def strict_format(completion: str, **row) -> float:
 @reward(low=-0.5, high=1.0)
 def partial_format(completion: str, **row) -> float:
     """0.25 per tag that appears exactly once, minus 0.001 per character after `</answer>`
-    (at most 0.5)."""
-    score = sum(0.25 for tag in TAGS if completion.count(tag) == 1)
+    (at most 0.5). A missing opening `<think>` counts as present when `</think>` appears once:
+    thinking models' chat templates open it in the prompt (Qwen3.5 4B/9B, Nemotron), so the
+    completion starts inside the thinking block (open-r1's `tag_count_reward` gives 0.75)."""
+    counts = [completion.count(tag) for tag in TAGS]
+    if counts[0] == 0 and counts[1] == 1:  # the template prefilled <think>
+        counts[0] = 1
+    score = sum(0.25 for count in counts if count == 1)
     end = completion.rfind("</answer>")
     if end != -1:
         trailing = completion[end + len("</answer>") :].strip()
@@ -45,16 +57,20 @@ def partial_format(completion: str, **row) -> float:
     return score
 
 
+@functools.lru_cache(maxsize=16)
+def _dapo_overlong(limit: int, buffer: int):
+    return get_soft_overlong_punishment(max_completion_len=limit, soft_punish_cache=buffer)
+
+
 @reward(low=-1.0, high=0.0, settings=("max_completion_length",))
 def soft_overlong(
     completion: str, completion_ids=None, *, max_completion_length: int, **row
 ) -> float:
-    """DAPO's soft overlong punishment: 0 up to the last quarter of max_completion_length, then
-    falling linearly to -1 at the limit (truncated completions). Token counts come from TRL's
-    `completion_ids`; without them (reward debug) they are estimated as characters / 4."""
+    """DAPO's soft overlong punishment (TRL's `get_soft_overlong_punishment`, the buffer being
+    the last quarter of max_completion_length): 0 up to the buffer, then falling linearly to -1
+    at the limit (truncated completions). Token counts come from TRL's `completion_ids`; without
+    them (reward debug) they are estimated as characters / 4."""
     limit = max_completion_length
     buffer = max(1, limit // 4)
     length = len(completion_ids) if completion_ids is not None else len(completion) // 4
-    if length <= limit - buffer:
-        return 0.0
-    return max(-1.0, (limit - buffer - length) / buffer)
+    return _dapo_overlong(limit, buffer)([range(length)])[0]

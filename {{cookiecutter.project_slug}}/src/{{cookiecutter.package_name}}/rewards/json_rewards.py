@@ -1,8 +1,22 @@
 """Structured output: the completion must be a JSON value that follows the row's JSON Schema.
 
-The JSON may stand alone or sit in one ```json fence. Three signals: schema validity (the
-`jsonschema` library), per-field agreement with the reference object, and a penalty for any text
-around the JSON.
+The JSON may stand alone or sit in one ```json fence (the completion's only ``` marks). Three
+signals: schema validity (the `jsonschema` library), per-field agreement with the reference
+object, and a penalty for any text around the JSON.
+
+What counts as JSON and as the same field:
+- standard JSON only (RFC 8259): Python's `NaN`, `Infinity` and `-Infinity` literals make the
+  text invalid JSON, as they do for every other JSON parser, and so do numbers too large for a
+  float (`1e999`);
+- a field is a path of keys and list indices, so a flat key `"addr.city"` is not the nested
+  field `addr` -> `city`; an empty object or list in the reference is a field of its own, which
+  the completion matches with an empty one;
+- strings compare after Unicode normalisation (NFC: a composed `é` equals `e` + combining
+  accent), with case and runs of whitespace ignored; keys are NFC-normalised too; numbers
+  compare by value (34 equals 34.0), and `true`/`false` only equal themselves.
+
+Schema validation runs under a time budget, because a schema's `pattern` can backtrack for
+minutes on a string the model chose (`^(a+)+$` on `aaaa...!`); past it the completion scores 0.
 """
 
 from __future__ import annotations
@@ -11,6 +25,7 @@ import functools
 import json
 import math
 import re
+import unicodedata
 
 from jsonschema import exceptions as schema_errors
 from jsonschema import validators
@@ -18,20 +33,40 @@ from jsonschema import validators
 from .base import reward
 
 _FENCE_RE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n(.*?)```", re.DOTALL)
-_DECODER = json.JSONDecoder()
 MAX_SCAN, MAX_STARTS = 10_000, 8  # bounds for finding JSON embedded in text
+SCHEMA_BUDGET_S = 1.0  # validating one completion against the row's schema
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 overflows to inf
+        raise ValueError(f"{text} is out of range")
+    return value
+
+
+# Python's json module accepts NaN/Infinity by default; standard JSON does not.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
+
+def loads(text: str):
+    """Standard JSON (no NaN/Infinity literals); raises ValueError (or RecursionError)."""
+    return _DECODER.decode(text)
 
 
 def find_json(text: str) -> tuple[object | None, int]:
-    """(the JSON value in the completion or None, characters of other text around it)."""
+    """(the JSON object or array in the completion or None, characters of other text around
+    it)."""
     stripped = text.strip()
-    fences = _FENCE_RE.findall(stripped)
-    if len(fences) == 1:
-        outside = len(_FENCE_RE.sub("", stripped).strip())
-        value = _loads(fences[0].strip())
+    fence = _FENCE_RE.search(stripped) if stripped.count("```") == 2 else None
+    if fence is not None:  # one fenced block: its opening and closing are the only ``` marks
+        value = _container(fence[1].strip())
         if value is not None:
-            return value, outside
-    value = _loads(stripped)
+            return value, len((stripped[: fence.start()] + stripped[fence.end() :]).strip())
+    value = _container(stripped)
     if value is not None:
         return value, 0
     # JSON inside other text: try the first few openings only (each try is linear in the text).
@@ -39,99 +74,115 @@ def find_json(text: str) -> tuple[object | None, int]:
     for start in starts:
         try:
             value, end = _DECODER.raw_decode(stripped, start)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):
             continue
         return value, len(stripped) - (end - start)
     return None, len(stripped)
 
 
-def _loads(text: str):
+def _container(text: str):
     try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        value = loads(text)
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict | list) else None
 
 
 @functools.lru_cache(maxsize=512)
 def _validator(schema_text: str):
-    schema = json.loads(schema_text)
+    schema = loads(schema_text)
     cls = validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema)
 
 
-@reward(low=0.0, high=1.0)
-def json_schema_valid(completion: str, schema: str, **row) -> float:
+@reward(low=0.0, high=1.0, time_budget=SCHEMA_BUDGET_S)
+def json_schema_valid(completion: str, schema: str, **row) -> float | None:
     """1.0 for JSON that validates against the row's schema, 0.25 for JSON that does not, 0 for
-    no JSON."""
+    no JSON (or validation past its time budget)."""
     value, _ = find_json(completion)
     if value is None:
         return 0.0
     try:
-        errors = _validator(str(schema)).iter_errors(value)
-        return 0.25 if next(errors, None) is not None else 1.0
-    except (json.JSONDecodeError, schema_errors.SchemaError):
+        validator = _validator(str(schema))
+    except (ValueError, RecursionError, schema_errors.SchemaError):
         return None  # the row's schema is broken: not applicable
+    return 0.25 if next(validator.iter_errors(value), None) is not None else 1.0
 
 
-def _leaves(value, path: str = ""):
-    """(path, leaf) pairs of a JSON value; lists are indexed."""
-    if isinstance(value, dict):
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def fields(value, path: tuple = ()):
+    """(path, leaf) pairs of a JSON value: a path is a tuple of keys (NFC str) and list indices
+    (int); empty objects and lists are leaves."""
+    if isinstance(value, dict) and value:
         for key, item in value.items():
-            yield from _leaves(item, f"{path}.{key}")
-    elif isinstance(value, list):
+            yield from fields(item, (*path, _nfc(key)))
+    elif isinstance(value, list) and value:
         for index, item in enumerate(value):
-            yield from _leaves(item, f"{path}[{index}]")
+            yield from fields(item, (*path, index))
     else:
         yield path, value
 
 
-def _same(expected, got) -> bool:
+def same_value(expected, got) -> bool:
+    """Leaf equality as documented above."""
     if isinstance(expected, str) and isinstance(got, str):
-        return " ".join(expected.split()).casefold() == " ".join(got.split()).casefold()
+        return _text_key(expected) == _text_key(got)
     if isinstance(expected, bool) or isinstance(got, bool):
         return expected is got
     if isinstance(expected, int | float) and isinstance(got, int | float):
         return math.isclose(expected, got, rel_tol=1e-9, abs_tol=1e-9)
-    return expected == got
+    return type(expected) is type(got) and expected == got
+
+
+def _text_key(text: str) -> str:
+    return " ".join(_nfc(text).split()).casefold()
+
+
+@functools.lru_cache(maxsize=4096)
+def _reference_fields(answer: str) -> dict | None:
+    expected, _ = find_json(answer)
+    return None if expected is None else dict(fields(expected))
+
+
+def _field_counts(completion: str, answer: str) -> tuple[int, int, int] | None:
+    """(fields right, fields in the reference, fields in the completion); None without a
+    reference object."""
+    reference = _reference_fields(str(answer))
+    if reference is None:
+        return None
+    value, _ = find_json(completion)
+    got = dict(fields(value)) if value is not None else {}
+    right = sum(
+        1 for path, leaf in reference.items() if path in got and same_value(leaf, got[path])
+    )
+    return right, len(reference), len(got)
 
 
 @reward(low=0.0, high=1.0)
 def json_field_match(completion: str, answer: str, **row) -> float | None:
     """Fraction of the reference object's fields (leaf paths) the completion gets right."""
-    expected, _ = find_json(str(answer))
-    if expected is None:
+    counts = _field_counts(completion, answer)
+    if counts is None:
         return None  # no reference object: not applicable
-    reference = dict(_leaves(expected))
-    if not reference:
-        return None
-    value, _ = find_json(completion)
-    if value is None:
-        return 0.0
-    got = dict(_leaves(value))
-    right = sum(1 for path, leaf in reference.items() if path in got and _same(leaf, got[path]))
-    return right / len(reference)
+    right, expected, _ = counts
+    return right / expected
 
 
 @reward(low=0.0, high=1.0)
 def json_field_f1(completion: str, answer: str, **row) -> float | None:
     """F1 of the completion's fields (leaf paths with their values) against the reference's:
     unlike json_field_match it also counts fields the completion adds. An evaluation metric."""
-    expected, _ = find_json(str(answer))
-    if expected is None:
+    counts = _field_counts(completion, answer)
+    if counts is None:
         return None
-    reference = dict(_leaves(expected))
-    if not reference:
-        return None
-    value, _ = find_json(completion)
-    got = dict(_leaves(value)) if value is not None else {}
-    if not got:
-        return 0.0
-    right = sum(1 for path, leaf in reference.items() if path in got and _same(leaf, got[path]))
+    right, expected, given = counts
     if right == 0:
         return 0.0
-    precision, recall = right / len(got), right / len(reference)
+    precision, recall = right / given, right / expected
     return 2 * precision * recall / (precision + recall)
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import UserError
-from ..rewards.classification_rewards import normalise
-from . import DataDefaults, Task, message_text, think_answer
+from ..errors import DataError, UserError
+from ..rewards.base import normalise_label
+from .base import DataDefaults, Task, message_text, think_answer
 
 DEFAULT_LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 
@@ -19,12 +19,16 @@ class TaskArguments:
 
 
 def label_set(task_args) -> tuple[str, ...]:
-    """The recipe's labels, checked: at least one, none empty, no two alike."""
+    """The recipe's labels, checked: at least one, none empty, no two alike once normalised
+    (`normalise_label`, as the rewards compare them)."""
     labels = tuple(str(label).strip() for label in task_args.labels)
-    if not labels or any(not label for label in labels):
+    if not labels or any(not normalise_label(label) for label in labels):
         raise UserError("labels must list at least one non-empty label")
-    if len({normalise(label) for label in labels}) != len(labels):
-        raise UserError(f"labels repeat (case-insensitively): {list(labels)}")
+    if len({normalise_label(label) for label in labels}) != len(labels):
+        raise UserError(
+            f"labels repeat once case, spacing and surrounding punctuation are ignored: "
+            f"{list(labels)}"
+        )
     return labels
 
 
@@ -43,11 +47,10 @@ def reward_settings(task_args) -> dict:
 
 def validate(rows, source: str, task_args, answer_column: str) -> None:
     """Every gold label must be in the label set, or the reward could never be earned."""
-    from ..data import DataError
 
-    known = {normalise(label) for label in task_args.labels}
+    known = {normalise_label(label) for label in task_args.labels}
     for index, value in enumerate(rows[answer_column]):
-        if normalise(value) not in known:
+        if normalise_label(value) not in known:
             raise DataError(
                 f"{source} row {index + 1}: label {value!r} is not in labels "
                 f"{task_args.labels}; fix the data or the recipe's labels"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import DataDefaults, Task, message_text, think_answer
+from .base import DataDefaults, Task, message_text, think_answer
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import DataDefaults, Task, message_text
+from .base import DataDefaults, Task, message_text
 
 
 @dataclass

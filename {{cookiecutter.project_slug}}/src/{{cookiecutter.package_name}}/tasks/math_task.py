@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..rewards.math_rewards import gold_text
-from . import DataDefaults, Task, plain_user_message, think_answer
+from .base import DataDefaults, Task, plain_user_message, think_answer
 
 
 @dataclass
