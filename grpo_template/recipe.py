@@ -220,11 +220,18 @@ def sections(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> l
 
 def render(plan: Plan, tracker: str, header: str, algorithm: str = algorithms.DEFAULT) -> str:
     """The whole recipe file."""
+    parts = sections(plan, tracker, algorithm)
+    return render_file(header, plan.memory.summary(), plan.notes, parts)
+
+
+def render_file(header: str, memory: str, notes, parts: list[Section]) -> str:
+    """A commented YAML recipe: the header, the memory estimate and notes, then one
+    `key: value  # why` line per entry, section by section (this recipe and the reward
+    model's)."""
     lines = [f"# {line}" if line else "#" for line in header.splitlines()]
-    lines += [f"# Memory estimate per device: {plan.memory.summary()}."]
-    for note in plan.notes:
-        lines.append(f"# NOTE: {note}.")
-    for section in sections(plan, tracker, algorithm):
+    lines += [f"# Memory estimate per device: {memory}."]
+    lines += [f"# NOTE: {note}." for note in notes]
+    for section in parts:
         lines += ["", f"# --- {section.title} ---"]
         for entry in section.entries:
             line = f"{entry.key}: {yaml_scalar(entry.value)}"

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from . import memory, stack, tuning
 from .catalog import CATALOG, ModelSpec
-from .recipe import Entry, Section, checkpointing_key, yaml_scalar
+from .recipe import Entry, Section, checkpointing_key, render_file
 from .tiers import Tier
 
 SAMPLE_PREFERENCES = "data/sample_preferences.jsonl"  # in the generated project
@@ -417,17 +417,8 @@ def header(grpo_plan: tuning.Plan, rm: RewardPlan) -> str:
 def render(grpo_plan: tuning.Plan, tracker: str) -> str:
     """The whole `configs/reward_model.yaml`."""
     rm = plan(grpo_plan)
-    lines = [f"# {line}" for line in header(grpo_plan, rm).splitlines()]
-    lines += [f"# Memory estimate per device: {rm.memory.summary()}."]
-    lines += [f"# NOTE: {note}." for note in rm.notes]
-    for section in sections(grpo_plan, rm, tracker):
-        lines += ["", f"# --- {section.title} ---"]
-        for entry in section.entries:
-            line = f"{entry.key}: {yaml_scalar(entry.value)}"
-            if entry.comment:
-                line += f"  # {entry.comment}"
-            lines.append(line)
-    return "\n".join(lines) + "\n"
+    parts = sections(grpo_plan, rm, tracker)
+    return render_file(header(grpo_plan, rm), rm.memory.summary(), rm.notes, parts)
 
 
 def values(grpo_plan: tuning.Plan, tracker: str) -> dict:
