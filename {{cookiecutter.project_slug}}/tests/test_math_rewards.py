@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 
 from {{ cookiecutter.package_name }}.rewards import REGISTRY, call_like_trl
-from {{ cookiecutter.package_name }}.rewards.math_rewards import BUDGET_S, gold_text, gold_value
+from {{ cookiecutter.package_name }}.rewards.math_rewards import (
+    BUDGET_S,
+    gold_text,
+    gold_value,
+)
 from {{ cookiecutter.package_name }}.tasks import TASK
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -88,7 +88,7 @@ def validate(rows, source: str, task_args, answer_column: str) -> None:
     """Every row's tests can be judged: at least one test, each valid Python with an `assert`
     (a bare `42` or `None` line would pass without checking anything), HumanEval `check()`
     code with an entry point, setup code and stubs that compile."""
-    from ..data import DataError
+    from ..errors import DataError
     from ..rewards.code_rewards import parse_tests
 
     entry_column = task_args.entry_point_column
