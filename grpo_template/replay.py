@@ -8,13 +8,15 @@ the template and output folder were on this machine) are left out.
 from __future__ import annotations
 
 MACHINE_KEYS = {"_output_dir", "_repo_dir", "_checkout"}
-CHECKED_KEY = "__answers_checked"  # a rendered check (questions.py), not an answer
+# A rendered check (questions.py), kept in the record with its rendered value: a replay prompts
+# (renders) every key the record lacks, without the template's Jinja extension.
+CHECKED_KEY = "__answers_checked"
 
 
 def replay_record(context: dict) -> dict:
     answers = {
         key: value
         for key, value in context.items()
-        if key not in MACHINE_KEYS and key not in ("__prompts__", CHECKED_KEY)
+        if key not in MACHINE_KEYS and key != "__prompts__"
     }
     return {"cookiecutter": answers}

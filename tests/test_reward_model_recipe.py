@@ -115,8 +115,8 @@ def command(project):
 
 def test_make_reward_model_and_the_console_script_run_the_command(project, command):
     dry_run = subprocess.run(
-        ["make", "-n", "reward-model", "ARGS=--max_steps 5"], cwd=project, capture_output=True,
-        text=True, check=True,
+        ["make", "-n", "--no-print-directory", "reward-model", "ARGS=--max_steps 5"],
+        cwd=project, capture_output=True, text=True, check=True,
     )  # fmt: skip
     pkg = SLUG.replace("-", "_")
     assert dry_run.stdout.split() == [

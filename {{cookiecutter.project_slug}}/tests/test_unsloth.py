@@ -62,7 +62,8 @@ path = sys.argv[1]
 tokenizer = AutoTokenizer.from_pretrained(path)
 model = AutoModelForCausalLM.from_pretrained(path)
 ids = tokenizer("What is 2 + 2?", return_tensors="pt")
-out = model.generate(**ids, max_new_tokens=5, do_sample=False, pad_token_id=tokenizer.pad_token_id)
+out = model.generate(**ids, max_new_tokens=5, min_new_tokens=5, do_sample=False,
+                     pad_token_id=tokenizer.pad_token_id)
 keys = [k for k in model.state_dict() if "lora" in k]
 print(json.dumps({"new_tokens": out.shape[1] - ids["input_ids"].shape[1], "lora_keys": len(keys),
                   "unsloth_loaded": "unsloth" in sys.modules}))
