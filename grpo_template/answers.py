@@ -59,6 +59,13 @@ RESERVED_PACKAGES = {
 CUSTOM_ID_PLACEHOLDER = "your-org/your-model"
 
 
+# Why backend=unsloth does not train the tools task (one place: the refusal and the README).
+UNSLOTH_TOOLS = (
+    "its tool-calling loop is not verified on this template's pinned Unsloth stack; use "
+    "backend=transformers"
+)
+
+
 class AnswerError(ValueError):
     """An answer (or combination of answers) that cannot produce a working project."""
 
@@ -191,6 +198,30 @@ def check_backend(answers: Answers) -> None:
         )
 
 
+def tool_calling_models() -> list[str]:
+    return [hub_id for hub_id, spec in catalog.CATALOG.items() if spec.tool_calling]
+
+
+def check_task(answers: Answers) -> None:
+    """The tools task needs a chat template TRL can train tool calls with, and the Transformers
+    backend (see UNSLOTH_TOOLS)."""
+    if answers.task_type != "tools":
+        return
+    spec = answers.model_spec
+    if not spec.tool_calling:
+        why = (
+            "a custom model's chat template is unknown here"
+            if answers.model == catalog.CUSTOM
+            else f"TRL 1.16 cannot render and parse tool calls with {spec.hub_id}'s chat template"
+        )
+        raise AnswerError(
+            f"task_type=tools is not offered for {spec.hub_id}: {why}; choose one of: "
+            f"{', '.join(tool_calling_models())}"
+        )
+    if answers.backend == "unsloth":
+        raise AnswerError(f"task_type=tools is not offered with backend=unsloth: {UNSLOTH_TOOLS}")
+
+
 def check_scale(answers: Answers) -> None:
     """GPU and node counts matter only for the multi-GPU tiers (and are checked only there)."""
     if answers.gpu_tier == "multi-gpu":
@@ -219,6 +250,7 @@ def validate(context: dict) -> Answers:
     _choice("algorithm", answers.algorithm, algorithms.ALGORITHMS)
     check_scale(answers)
     check_backend(answers)
+    check_task(answers)
     try:
         answers.plan  # noqa: B018 - computing the plan is the check
     except DoesNotFit as err:
@@ -235,6 +267,7 @@ def validate_early(context: dict) -> None:
     check_model(answers)
     _choice("task_type", answers.task_type, tasks.TASKS)
     _choice("gpu_tier", answers.gpu_tier, tiers.TIERS)
+    check_task(dataclasses.replace(answers, backend=BACKENDS[0]))  # the backend is asked later
     if tiers.TIERS[answers.gpu_tier].scalable:
         return  # the fit depends on the GPU and node counts, asked next
     refusals = []

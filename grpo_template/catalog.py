@@ -49,6 +49,13 @@ LFM2_TARGETS = ("q_proj", "k_proj", "v_proj", "out_proj", "in_proj", "w1", "w2",
 # Nemotron-H: PEFT refuses the Mamba out_proj and conv1d, so `all-linear` raises; the routed
 # experts are 3-D parameters that module names do not reach (up/down_proj hit the shared expert).
 NEMOTRON_H_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj", "in_proj")
+# Chat templates (stems of trl/chat_templates/) with which TRL 1.16 trains tool calling: it can
+# render a whole tool-calling exchange with them (`supports_tool_calling`) and parse the calls a
+# model writes (`add_response_schema`). tests/test_catalog.py checks the set against TRL.
+TOOL_CALLING_TEMPLATES = frozenset(
+    {"qwen2_5", "qwen3", "qwen3_5_think", "qwen3_5_nothink", "llama3_1", "llama3_2",
+     "gemma4_v5", "lfm2_2_5_v2", "nemotron_3_nano"}
+)  # fmt: skip
 THINKING_SWITCH = "enable_thinking"  # the template variable of Qwen3, Qwen3.5, Gemma 4...
 
 # Tags used in `sources` that neither reference file defines.
@@ -141,6 +148,11 @@ class ModelSpec:
     @property
     def params_b(self) -> float:
         return self.params / 1e9
+
+    @property
+    def tool_calling(self) -> bool:
+        """Whether TRL can train tool calls with this model's chat template (the tools task)."""
+        return self.chat_template in TOOL_CALLING_TEMPLATES
 
     @property
     def embedding_params(self) -> int:

@@ -6,6 +6,7 @@ is in the tested modules (catalog, tiers, tuning, recipe, stack).
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 
 from . import algorithms, recipe, reward_model, stack, stages_recipe
@@ -82,6 +83,21 @@ def rewards_table(answers: Answers) -> str:
     return "\n".join(lines)
 
 
+def recommended_sampling(model, thinking: bool) -> str:
+    """project.py's RECOMMENDED_SAMPLING: the model card's sampling (the catalog's, a Python dict
+    literal with its source in a comment) for the mode the recipe's chat template renders, which
+    evaluate and infer decode with by default. None (greedy) when the catalog has none, or has it
+    for the other mode: a task that switches a thinking model's thinking off."""
+    sampling = model.sampling
+    if sampling is None:
+        return "None  # the catalog holds no model-card sampling for this model"
+    if thinking != model.thinking:
+        mode = "thinking" if model.thinking else "non-thinking"
+        return f"None  # the card's sampling is for {mode} mode, not this recipe's"
+    fields = {"temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": sampling.top_k}
+    return f"{json.dumps(fields)}  # [{sampling.source}]"
+
+
 PACKAGE = "<package>"  # the knowledge modules' stand-in for the package name, filled in here
 
 
@@ -100,6 +116,7 @@ def _values(answers: Answers) -> dict:
         "model_id": plan.model.hub_id,
         "tiny_arch": plan.model.tiny_arch,
         "chat_template": plan.model.chat_template or "",
+        "recommended_sampling": recommended_sampling(plan.model, plan.thinking),
         "sample_data": plan.task.sample_data,
         "recipe_yaml": recipe.render(
             plan, answers.tracker, recipe_header(answers), answers.algorithm

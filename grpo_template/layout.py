@@ -35,21 +35,39 @@ ACCELERATE = (
 # (question, answers that keep the files, files relative to the project root; {pkg} = package).
 VARIANTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("task_type", ("math",), _task_files("math")),
+    ("task_type", ("code",), _task_files("code", "tests/test_code_pythons.py")),
+    # The code sandbox: the code task's tests and the tools task's run_python run in it.
     (
         "task_type",
-        ("code",),
-        _task_files(
-            "code",
+        ("code", "tools"),
+        (
             "src/{pkg}/sandbox/__init__.py",
+            "src/{pkg}/sandbox/arguments.py",
             "src/{pkg}/sandbox/harness.py",
             "src/{pkg}/sandbox/isolation.py",
             "tests/test_sandbox.py",
-            "tests/test_code_pythons.py",
         ),
     ),
     ("task_type", ("json",), _task_files("json")),
     ("task_type", ("classification",), _task_files("classification")),
     ("task_type", ("custom",), _task_files("custom")),
+    (
+        "task_type",
+        ("tools",),
+        _task_files(
+            "tools",
+            "src/{pkg}/environments/__init__.py",
+            "src/{pkg}/environments/base.py",
+            "src/{pkg}/environments/episodes.py",
+            "src/{pkg}/environments/python_env.py",
+            "src/{pkg}/environments/lookup_env.py",
+            "data/sample_corpus.jsonl",
+            "tests/test_environments.py",
+            "tests/test_agent_learning.py",
+        ),
+    ),
+    # The tools task's Python environment reads final answers as the math task does.
+    ("task_type", ("math", "tools"), ("src/{pkg}/rewards/math_rewards.py",)),
     ("gpu_tier", MULTI_GPU, (*ACCELERATE, "src/{pkg}/training/launch.py", "tests/test_launch.py")),
     ("gpu_tier", ("multi-node",), ("scripts/multinode.sbatch",)),
     ("backend", ("unsloth",), ("src/{pkg}/modeling_unsloth.py", "tests/test_unsloth.py")),

@@ -178,6 +178,7 @@ def sections(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> l
                 plan.max_completion_length,
                 _completion_comment(plan),
             ),
+            *_agent_entries(plan),
             Entry("chat_template_kwargs", plan.chat_template_kwargs, _template_comment(plan)),
             *(_vllm_entries(plan) if plan.backend == "transformers" else []),
             Entry(
@@ -309,6 +310,19 @@ def _watch_section() -> Section:
     )
 
 
+def _agent_entries(plan: Plan) -> list[Entry]:
+    """An agent task's cap on tool-calling turns (TRL's default, None, is no cap)."""
+    if not plan.task.tool_iterations:
+        return []
+    return [
+        Entry(
+            "max_tool_calling_iterations",
+            plan.task.tool_iterations,
+            "tool-calling turns per rollout; tool results count in max_completion_length",
+        )
+    ]
+
+
 def checkpointing_key(plan: Plan) -> str:
     """The GRPOConfig field that turns on activation checkpointing in the backend's stack."""
     # transformers 5.24 renamed gradient_checkpointing; the Unsloth stack's 5.17 has the old name.
@@ -409,6 +423,11 @@ def _lr_comment(plan: Plan) -> str:
 
 def _completion_comment(plan: Plan) -> str:
     thinking = "; doubled: this model thinks before answering" if plan.thinking else ""
+    if plan.task.tool_iterations:
+        return (
+            "the whole agent exchange: every assistant turn and every tool result (a result "
+            f"that would pass it is dropped and the rollout ends){thinking}"
+        )
     return f"{plan.task.name} answers; too short truncates answers and zeroes the reward{thinking}"
 
 

@@ -51,10 +51,35 @@ class TaskSpec:
     metric_note: str = ""  # the evaluation metrics (the task file's TASK.metrics), in words
     arguments: tuple[Argument, ...] = ()
     extra_dependencies: tuple[str, ...] = ()
+    # Agent tasks: the cap on tool-calling turns per rollout (GRPOConfig's
+    # max_tool_calling_iterations); 0 for single-turn tasks.
+    tool_iterations: int = 0
 
     @property
     def sample_data(self) -> str:
         return f"data/sample_{self.name}.jsonl"
+
+
+# The code sandbox's recipe fields (sandbox/arguments.py), shared by the tasks that run programs.
+SANDBOX_ARGUMENTS = (
+    Argument("sandbox_workers", 2, "programs run in parallel when scoring a batch"),
+    Argument("sandbox_timeout", 5.0, "wall-clock seconds per program, tests included"),
+    Argument("sandbox_memory_mb", 512, "memory limit per program"),
+    Argument(
+        "sandbox_isolation",
+        "auto",
+        "auto: bubblewrap, else unshare, else refuse; `process` = weaker, warned",
+    ),
+    Argument("sandbox_python", None, "Python 3.11+ running the programs; null: this one"),
+)
+
+
+def agent_completion_tokens(turn_tokens: int, result_tokens: int, iterations: int) -> int:
+    """An agent rollout's completion budget: TRL counts the whole exchange after the prompt
+    (every assistant turn and every tool result appended to it) against max_completion_length,
+    so it holds one turn per tool-calling iteration plus the final answer, and one tool result
+    per iteration."""
+    return turn_tokens * (iterations + 1) + result_tokens * iterations
 
 
 STRICT = Reward("strict_format", 0.5, "1 for exactly <think>...</think><answer>...</answer>")
@@ -136,15 +161,7 @@ CODE = TaskSpec(
     sample_license="CC BY 4.0, Google (Austin et al. 2021, arXiv:2108.07732)",
     metric_note="`pass_rate`, the share of the row's tests the program passes",
     arguments=(
-        Argument("sandbox_workers", 2, "programs run in parallel when scoring a batch"),
-        Argument("sandbox_timeout", 5.0, "wall-clock seconds per program, tests included"),
-        Argument("sandbox_memory_mb", 512, "memory limit per program"),
-        Argument(
-            "sandbox_isolation",
-            "auto",
-            "auto: bubblewrap, else unshare, else refuse; `process` = weaker, warned",
-        ),
-        Argument("sandbox_python", None, "Python 3.11+ running the programs; null: this one"),
+        *SANDBOX_ARGUMENTS,
         Argument("solution_column", "code", "reference solution (ideal completions only)"),
         Argument("setup_column", "test_setup_code", "code run before the tests; null if none"),
         Argument("entry_point_column", None, "HumanEval: column naming the checked function"),
@@ -267,7 +284,78 @@ CUSTOM = TaskSpec(
     metric_note="`accuracy` of `exact_answer`; list your own in the task file's `TASK.metrics`",
 )
 
-TASKS: dict[str, TaskSpec] = {t.name: t for t in (MATH, CODE, JSON, CLASSIFICATION, CUSTOM)}
+TOOL_ITERATIONS = 3
+TOOLS = TaskSpec(
+    name="tools",
+    label="Agent: multi-turn tool use (Python for math, lookup in a local knowledge base)",
+    dataset_name="data/sample_tools.jsonl",
+    dataset_config=None,
+    train_split="train",
+    test_split="test",
+    prompt_column="question",
+    answer_column="answer",
+    system_prompt=(
+        "You solve problems with tools. Call a tool whenever it helps instead of guessing: "
+        "run_python to compute, search and open to look facts up in the knowledge base. When "
+        "you know the answer, write only the final answer inside <answer> </answer> tags (a "
+        "number, a short phrase, or SUPPORTED, REFUTED or NOT ENOUGH INFO for a claim)."
+    ),
+    rewards=(
+        Reward(
+            "tool_answer_correctness",
+            2.0,
+            "1 if the final answer equals the gold answer (math-verify for python rows)",
+            "correctness",
+        ),
+        Reward("tool_call_format", 0.5, "0.5 for a well-formed tool call, 0.5 for a final answer"),
+        Reward("tool_call_errors", 0.5, "minus the share of tool calls that failed"),
+        Reward("tool_call_cost", 0.5, "-tool_call_cost per call past free_tool_calls", "length"),
+    ),
+    completion_tokens=agent_completion_tokens(
+        turn_tokens=192, result_tokens=160, iterations=TOOL_ITERATIONS
+    ),
+    prompt_tokens=768,
+    dataset_note=(
+        "no Hub dataset: the recipe trains on `data/sample_tools.jsonl` (`environment` = "
+        "`python` or `lookup`, `question`, `answer`, `ideal_calls`), the lookup tools search "
+        "`data/sample_corpus.jsonl`. GSM8K works with the Python tool: "
+        "`--dataset_name openai/gsm8k --dataset_config main --environment_column null "
+        "--default_environment python`."
+    ),
+    example_prompt="A box holds 12 eggs. How many eggs are in 17 boxes?",
+    sample_what=(
+        "24 rows alternating environments: 12 GSM8K test questions for the Python tool (rows "
+        "36-106 of the test split; code that prints each answer) and 12 questions and claims "
+        "about the fictional archipelago of `data/sample_corpus.jsonl` for the lookup tools"
+    ),
+    sample_source=(
+        "github.com/openai/grade-school-math, `grade_school_math/data/test.jsonl` (python rows); "
+        "written for grpo-template (lookup rows, every `ideal_calls`)"
+    ),
+    sample_license="MIT, Copyright (c) 2021 OpenAI (GSM8K questions); CC0-1.0 (the rest)",
+    metric_note=(
+        "`success` (the final answer is right), `tool_format` (well-formed calls and a final "
+        "answer) and `calls` per episode"
+    ),
+    arguments=(
+        Argument("environment_column", "environment", "each row's environment; null: default"),
+        Argument("default_environment", "python", "for rows without one: python or lookup"),
+        Argument("ideal_calls_column", "ideal_calls", "tool calls of an ideal rollout (debug)"),
+        Argument("corpus", "data/sample_corpus.jsonl", "the lookup tools' documents (JSONL/CSV)"),
+        Argument("corpus_id_column", "id", "document id column"),
+        Argument("corpus_title_column", "title", "document title column"),
+        Argument("corpus_text_column", "text", "document text column"),
+        Argument("search_results", 3, "hits one search returns"),
+        Argument("tool_output_chars", 600, "longest tool result the model sees"),
+        Argument("tool_call_cost", 0.1, "reward cost of each call past free_tool_calls"),
+        Argument("free_tool_calls", 2, "calls an answer may need at no cost"),
+        *SANDBOX_ARGUMENTS,
+    ),
+    extra_dependencies=("bm25s>=0.3,<0.4",),
+    tool_iterations=TOOL_ITERATIONS,
+)
+
+TASKS: dict[str, TaskSpec] = {t.name: t for t in (MATH, CODE, JSON, CLASSIFICATION, CUSTOM, TOOLS)}
 DEFAULT_TASK = "math"
 
 

@@ -39,18 +39,28 @@ SCALE = {
 }
 
 
+# How far the task steps between the two backends of one model x tier (with the task stepping per
+# model and tier, and the algorithm per model, every backend meets every task on every tier
+# shape and every algorithm meets every backend and task: tests/test_algorithms.py, test_bake.py).
+TASK_STEP = 1
+
+
 def combinations() -> list[dict]:
     """Models x tiers x backends exhaustively (they decide the plan and the refusals); task,
     tracker and algorithm cycled through them, so every task meets every tier and backend
     across the models while the bake stays one per model x tier x backend (the task's own fit
     for every model and tier is checked without baking, in tests/test_tuning.py)."""
     trackers = itertools.cycle(answers.TRACKERS)
-    methods = itertools.cycle(algorithms.ALGORITHMS)
-    task_cycle = itertools.cycle(tasks.TASKS)
+    methods = list(algorithms.ALGORITHMS)
+    names = list(tasks.TASKS)
     combos = []
     models = [{"model": m} for m in catalog.CATALOG] + [CUSTOM]
-    for model, tier, backend in itertools.product(models, tiers.TIERS, answers.BACKENDS):
-        task = next(task_cycle)
+    for (m, model), (t, tier), (b, backend) in itertools.product(
+        enumerate(models), enumerate(tiers.TIERS), enumerate(answers.BACKENDS)
+    ):
+        # The task steps with the model and with the tier, and differs between the backends,
+        # so every backend meets every task on every tier shape.
+        task = names[(m + t + TASK_STEP * b) % len(names)]
         combos.append(
             {
                 **BASE,
@@ -59,7 +69,7 @@ def combinations() -> list[dict]:
                 "task_type": task,
                 "backend": backend,
                 "tracker": next(trackers),
-                "algorithm": next(methods),
+                "algorithm": methods[m % len(methods)],
                 **SCALE.get(tier, {}),
             }
         )
@@ -89,15 +99,25 @@ def name(combo: dict) -> str:
 
 def refusal(combo: dict) -> str:
     """The words the one-line refusal must contain for an invalid combination."""
-    try:  # asked first: once the tier is answered, before the backend is
-        answers.validate_early(combo)
+    spec = catalog.CATALOG.get(combo["model"])
+    tools = combo["task_type"] == "tools"
+    no_tool_template = tools and (spec is None or not spec.tool_calling)
+    # The early check runs when cookiecutter renders num_gpus' default: the multi-GPU tiers'
+    # bakes give num_gpus (SCALE), so for them the full check (answers.validate) comes first.
+    early = not tiers.TIERS[combo["gpu_tier"]].scalable
+    if early and no_tool_template:  # right after the task question
+        return "task_type=tools is not offered"
+    try:
+        if early:
+            answers.validate_early(combo)
     except answers.AnswerError:
         return "does not fit"
     if combo["backend"] == "unsloth" and combo["gpu_tier"] in ("multi-gpu", "multi-node"):
         return "backend=unsloth is not offered"
-    spec = catalog.CATALOG.get(combo["model"])
     if combo["backend"] == "unsloth" and spec is not None and spec.unsloth:
         return "backend=unsloth is not offered"  # a model Unsloth cannot train this way
+    if no_tool_template or (tools and combo["backend"] == "unsloth"):
+        return "task_type=tools is not offered"
     return "does not fit"
 
 

@@ -131,3 +131,44 @@ def test_the_new_models_are_offered_with_the_transformers_backend():
     for model in ("Qwen/Qwen3.5-2B", "google/gemma-4-E2B-it", "LiquidAI/LFM2.5-1.2B-Instruct"):
         assert check(model=model).plan.model.hub_id == model
     assert check(model="HuggingFaceTB/SmolLM3-3B", backend="unsloth").plan.backend == "unsloth"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"model": "google/gemma-3-1b-it"}, "cannot render and parse tool calls"),
+        ({"model": "microsoft/Phi-4-mini-instruct"}, "choose one of: Qwen/Qwen2.5-0.5B-Instruct"),
+        (
+            {"model": "custom", "custom_model_id": "org/model", "custom_model_params_b": "1"},
+            "a custom model's chat template is unknown",
+        ),
+        ({"model": "Qwen/Qwen3-0.6B", "backend": "unsloth"}, "with backend=unsloth"),
+    ],
+)
+def test_the_tools_task_is_refused_where_trl_cannot_train_tool_calls(changes, message):
+    with pytest.raises(AnswerError, match="task_type=tools is not offered") as caught:
+        check(task_type="tools", **changes)
+    assert message in str(caught.value)
+
+
+def test_the_tools_task_is_refused_right_after_the_task_question():
+    from grpo_template.answers import validate_early
+
+    early = {k: v for k, v in GOOD.items() if k not in ("backend", "tracker")}
+    with pytest.raises(AnswerError, match="task_type=tools is not offered"):
+        validate_early({**early, "model": "google/gemma-3-1b-it", "task_type": "tools"})
+    validate_early({**early, "task_type": "tools"})  # a model TRL trains tool calls with
+
+
+def test_the_tools_plan_caps_tool_turns_and_budgets_their_results():
+    from grpo_template import recipe, tasks
+
+    plan = check(task_type="tools", gpu_tier="80GB").plan
+    values = recipe.values(plan, "none")
+    assert values["max_tool_calling_iterations"] == tasks.TOOLS.tool_iterations
+    assert tasks.agent_completion_tokens(100, 50, 3) == 100 * 4 + 50 * 3
+    # The completion holds the exchange: longer than a single-turn answer of the same model.
+    assert (
+        plan.max_completion_length
+        > check(task_type="custom", gpu_tier="80GB").plan.max_completion_length
+    )

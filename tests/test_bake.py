@@ -54,6 +54,7 @@ BASE_FILES = {
     "src/{pkg}/tools/tiny_chat_template.jinja",
     "src/{pkg}/tools/tiny_model.py",
     "src/{pkg}/tokenizer.py",
+    "src/{pkg}/datafiles.py",
     "src/{pkg}/reward_model.py",
     "src/{pkg}/train.py",
     "tests/conftest.py",
@@ -84,14 +85,26 @@ TASK_FILES = {
         f"data/sample_{task}.jsonl",
         f"tests/test_{task}_rewards.py",
     }
-    for task in ("math", "code", "json", "classification", "custom")
+    for task in ("math", "code", "json", "classification", "custom", "tools")
 }
-TASK_FILES["code"] |= {
+SANDBOX_FILES = {
     "src/{pkg}/sandbox/__init__.py",
+    "src/{pkg}/sandbox/arguments.py",
     "src/{pkg}/sandbox/harness.py",
     "src/{pkg}/sandbox/isolation.py",
-    "tests/test_code_pythons.py",
     "tests/test_sandbox.py",
+}
+TASK_FILES["code"] |= SANDBOX_FILES | {"tests/test_code_pythons.py"}
+TASK_FILES["tools"] |= SANDBOX_FILES | {
+    "src/{pkg}/environments/__init__.py",
+    "src/{pkg}/environments/base.py",
+    "src/{pkg}/environments/episodes.py",
+    "src/{pkg}/environments/python_env.py",
+    "src/{pkg}/environments/lookup_env.py",
+    "src/{pkg}/rewards/math_rewards.py",
+    "data/sample_corpus.jsonl",
+    "tests/test_environments.py",
+    "tests/test_agent_learning.py",
 }
 # `${{ ... }}` is GitHub Actions syntax (the workflow escapes it with {% raw %}), not a leftover.
 LEFTOVER = re.compile(r"(?<!\$)\{\{|\{%|\{#|(?<![.\w])cookiecutter\.(?!json)")
@@ -305,7 +318,8 @@ def test_no_import_cycles_in_any_variant(baked):
     from imports import cycles, import_graph
 
     variants = _one_per(lambda c: (c["backend"], c["task_type"], _shape(c["gpu_tier"])))
-    assert len(variants) == 5 * 4  # unsloth has no multi-GPU shapes
+    # transformers: 6 tasks x 3 shapes; unsloth: no multi-GPU shapes and no tools task
+    assert len(variants) == 6 * 3 + 5
     for key, combo in variants.items():
         package = baked[name(combo)] / "src" / combo["package_name"]
         graph = import_graph(package)

@@ -1,6 +1,7 @@
 """Baked projects run their own test suites and pipelines, offline, as a user would run them."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,9 @@ TASKS = ("math", "code", "json", "classification", "custom")
 TIERS = ("24GB", "cpu", "16GB", "48GB", "80GB", "141GB", "multi-gpu", "multi-node")
 # Every task with every tier (other answers at their defaults): `make test` and `make smoke`.
 GRID = {f"{task}-{tier}": {"task_type": task, "gpu_tier": tier} for task in TASKS for tier in TIERS}
+# The agent task on the default tier (its whole suite, the tool-use learning test included) and
+# on the CPU tier; its plan differs from the others' only in length and the tool-turn cap.
+GRID |= {f"tools-{tier}": {"task_type": "tools", "gpu_tier": tier} for tier in ("24GB", "cpu")}
 # One model of every other architecture family (different LoRA targets, a multimodal tower, a
 # custom id, hybrid attention, a mixture of experts): the smoke run trains, merges and reloads the
 # tiny model of that family (the default model's, Qwen3.5 hybrid attention, runs in GRID).
@@ -78,7 +82,13 @@ def make_test_arguments(task: str, tier: str) -> list[str]:
 def test_every_task_and_tier_passes_make_test_and_make_smoke(cookies, variant):
     project = bake_ok(cookies, **GRID[variant])
     assert_ok(make(project, "test", extra=make_test_arguments(**_cell(variant))))
-    check_smoke_output(project, make(project, "smoke"))
+    smoke = make(project, "smoke")
+    check_smoke_output(project, smoke)
+    if GRID[variant]["task_type"] == "tools":  # TRL's tool loop ran in every environment
+        executed = re.search(r"tool calls executed per environment: (.*)", smoke.stdout)
+        assert executed, smoke.stdout[-2000:]
+        counts = dict(re.findall(r"(\w+) (\d+) \(", executed.group(1)))
+        assert set(counts) == {"python", "lookup"} and all(int(n) > 0 for n in counts.values())
 
 
 def _cell(variant: str) -> dict:

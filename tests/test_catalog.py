@@ -467,3 +467,42 @@ def test_models_trl_ships_no_template_for_are_named():
     """The offline proof of these uses a stand-in ChatML template (the report says so)."""
     missing = {s.hub_id for s in catalog.CATALOG.values() if not s.chat_template}
     assert missing == {"microsoft/Phi-4-mini-instruct", "HuggingFaceTB/SmolLM3-3B"}
+
+
+def _tokenizer_with(template_name: str):
+    """A word-level tokenizer carrying one of TRL's shipped chat templates (rendering only)."""
+    from importlib import resources
+
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordLevel({"<unk>": 0}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>")
+    path = resources.files("trl") / "chat_templates" / f"{template_name}.jinja"
+    tokenizer.chat_template = path.read_text(encoding="utf-8")
+    return tokenizer
+
+
+@pytest.mark.parametrize(
+    "template", sorted({m.chat_template for m in catalog.CATALOG.values() if m.chat_template})
+)
+def test_tool_calling_templates_are_the_ones_trl_trains_tool_calls_with(template):
+    """TOOL_CALLING_TEMPLATES (which models the tools task offers) agrees with TRL 1.16 itself:
+    the template renders a whole tool-calling exchange and TRL knows how to parse its calls."""
+    from trl.chat_template_utils import add_response_schema, supports_tool_calling
+
+    tokenizer = _tokenizer_with(template)
+    try:
+        add_response_schema(tokenizer)
+        parses = True
+    except ValueError:
+        parses = False
+    trl_trains_tools = supports_tool_calling(tokenizer) and parses
+    assert trl_trains_tools == (template in catalog.TOOL_CALLING_TEMPLATES)
+
+
+def test_models_without_a_trl_template_offer_no_tool_calling():
+    for model in catalog.CATALOG.values():
+        if model.chat_template is None:
+            assert not model.tool_calling, model.hub_id

@@ -60,13 +60,13 @@ def sample_rows(recipe):
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory) -> Path:
+def tiny_model_dir(tmp_path_factory, recipe) -> Path:
     from {{ cookiecutter.package_name }}.tools.tiny_model import build_tiny_model
 
     previous = Path.cwd()
     os.chdir(PROJECT_ROOT)  # the tokenizer is trained on the sample data file
     try:
-        return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+        return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", recipe=recipe)
     finally:
         os.chdir(previous)
 

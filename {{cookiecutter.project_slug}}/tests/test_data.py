@@ -110,7 +110,9 @@ def test_long_prompts_are_dropped_and_counted(recipe, tmp_path, tiny_tokenizer):
     long = {**long, column: lengthen(long[column])}
     rows, script = load(recipe, dataset_name=write_jsonl(tmp_path / "d.jsonl", [short, long]))
     conversations = data.to_conversations(rows, script, recipe.task)
-    limit = data.prompt_token_count(tiny_tokenizer, conversations[0]["prompt"])
+    tools_of = data.row_tools(recipe.task)  # an agent task's prompts show its tools
+    tools = tools_of(conversations[0]) if tools_of else None
+    limit = data.prompt_token_count(tiny_tokenizer, conversations[0]["prompt"], None, tools)
     script = dataclasses.replace(script, max_prompt_tokens=limit)
     prepared, stats = data.prepare(rows, tiny_tokenizer, script, recipe.task)
     assert (stats.kept, stats.dropped) == (1, 1)
@@ -145,12 +147,14 @@ def test_a_null_or_missing_value_says_so_and_a_csv_error_names_the_line(recipe, 
         load(recipe, dataset_name=path)
     if not all(isinstance(row[k], str) for row in raw_rows()[:2] for k in row):
         return  # a CSV holds text columns only
-    csv = tmp_path / "d.csv"
+    import csv
+
+    path = tmp_path / "d.csv"
     names = list(raw_rows()[0])
-    lines = [",".join(names)] + [
-        ",".join("" if (i == 1 and k == column) else f'"{r[k]}"' for k in names)
-        for i, r in enumerate(raw_rows()[:2])
-    ]
-    csv.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(names)
+        for i, r in enumerate(raw_rows()[:2]):
+            writer.writerow(["" if (i == 1 and k == column) else r[k] for k in names])
     with pytest.raises(data.DataError, match=f"row 2 \\(line 3\\): column '{column}'"):
-        load(recipe, dataset_name=str(csv))
+        load(recipe, dataset_name=str(path))

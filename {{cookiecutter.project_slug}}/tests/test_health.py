@@ -3,12 +3,17 @@ and real runs whose reward, or correctness alone, never varies."""
 
 import asyncio
 import json
+from types import SimpleNamespace
 
 import pytest
+from transformers import TrainerControl
 
 from {{ cookiecutter.package_name }}.tasks import TASK
 from {{ cookiecutter.package_name }}.training.health import (
     HEALTH_LOG,
+    TOOL_CALLS,
+    TOOL_FAILURES,
+    HealthMonitor,
     assess,
     default_limits,
     limits_from,
@@ -91,6 +96,87 @@ def test_limits_come_from_the_recipe(recipe):
     limits = limits_from(recipe.script, beta=0.04, max_completion_length=99)
     assert limits.zero_std_max == recipe.script.health_zero_std_max
     assert limits.beta == 0.04 and limits.max_completion_length == 99
+    assert limits.tool_failure_max == recipe.script.health_tool_failure_max
+    assert limits.tool_logs == recipe.script.health_tool_logs
+    assert limits.tool_warmup_logs == recipe.script.health_tool_warmup_logs
+    assert limits.max_tool_calling_iterations is None  # TRL's default: no cap
+    capped = limits_from(recipe.script, max_tool_calling_iterations=4)
+    assert capped.max_tool_calling_iterations == 4
+
+
+TOOL_CHECKS = {"no_tool_calls", "tool_call_cap", "tool_failures"}
+
+
+def tool_logs(n, calls, failures=0.0):
+    """n training logs of a tool-calling run (the two metrics TRL logs for one)."""
+    return logs(n, **{TOOL_CALLS: calls, TOOL_FAILURES: failures})
+
+
+def test_tool_checks_stay_quiet_on_runs_without_tools():
+    """No tool metrics in the logs: none of the tool checks runs, whatever the limits say."""
+    rows = logs(30, reward=[0.1 + 0.02 * i for i in range(30)])
+    found = checks(rows, tool_warmup_logs=0, tool_logs=1, max_tool_calling_iterations=1,
+                   tool_failure_max=0.0)  # fmt: skip
+    assert not TOOL_CHECKS & set(found)
+
+
+def test_healthy_tool_use_raises_nothing():
+    rows = tool_logs(30, calls=[0.0] * 5 + [1.5] * 25, failures=0.1)
+    assert not TOOL_CHECKS & set(checks(rows, max_tool_calling_iterations=4))
+
+
+def test_a_model_that_never_calls_a_tool_warns_after_the_warm_up():
+    limits = {"tool_warmup_logs": 5, "tool_logs": 3}
+    assert "no_tool_calls" not in checks(tool_logs(7, calls=0.0), **limits)  # in the warm-up
+    finding = checks(tool_logs(8, calls=0.0), **limits)["no_tool_calls"]
+    assert finding.severity == "warning" and "system prompt" in finding.message
+    assert "tools/call_frequency" in finding.message and "warm start" in finding.message
+    # One log with calls inside the window: not (yet) a model that never calls.
+    assert "no_tool_calls" not in checks(tool_logs(8, calls=[0.0] * 6 + [0.5, 0.0]), **limits)
+    # Calls stopping later count too: three silent logs after calls warn again.
+    stopped = tool_logs(12, calls=[1.0] * 9 + [0.0] * 3)
+    assert "no_tool_calls" in checks(stopped, **limits)
+
+
+def test_rollouts_that_call_until_the_cap_warn():
+    cap = {"max_tool_calling_iterations": 4, "tool_logs": 3}
+    finding = checks(tool_logs(3, calls=4.0), **cap)["tool_call_cap"]
+    assert finding.severity == "warning" and finding.limit == 4.0
+    assert "max_tool_calling_iterations 4" in finding.message and "cost" in finding.message
+    assert "tool_call_cap" not in checks(tool_logs(2, calls=4.0), **cap)  # not yet lasting
+    assert "tool_call_cap" not in checks(tool_logs(3, calls=[4.0, 3.5, 4.0]), **cap)
+    assert "tool_call_cap" not in checks(tool_logs(3, calls=3.9), **cap)
+    # No cap set (TRL's default None): nothing to compare with.
+    assert "tool_call_cap" not in checks(tool_logs(3, calls=40.0), tool_logs=3)
+
+
+def test_most_tool_calls_failing_warns():
+    limits = {"tool_failure_max": 0.5, "tool_logs": 3}
+    finding = checks(tool_logs(3, calls=1.0, failures=0.8), **limits)["tool_failures"]
+    assert finding.severity == "warning" and finding.value == 0.8
+    assert "80% of tool calls failed" in finding.message and "docstrings" in finding.message
+    assert "tool_failures" not in checks(tool_logs(3, calls=1.0, failures=0.5), **limits)
+    assert "tool_failures" not in checks(tool_logs(2, calls=1.0, failures=0.8), **limits)
+    mixed = tool_logs(3, calls=1.0, failures=[0.8, 0.2, 0.8])
+    assert "tool_failures" not in checks(mixed, **limits)
+
+
+def test_the_monitor_raises_a_tool_finding_once_and_clears_it(tmp_path):
+    """The tool checks go through HealthMonitor like the others: one `raised` event while the
+    problem lasts, one `cleared` when it ends."""
+    monitor = HealthMonitor(default_limits(tool_logs=2, tool_failure_max=0.5), str(tmp_path))
+    history = []
+    for i, failed in enumerate([0.9, 0.9, 0.9, 0.1]):
+        history.append({"step": i + 1, "reward": 0.5 + 0.1 * i, "reward_std": 0.3,
+                        TOOL_CALLS: 1.0, TOOL_FAILURES: failed})  # fmt: skip
+        state = SimpleNamespace(log_history=history, is_world_process_zero=True,
+                                global_step=i + 1)  # fmt: skip
+        monitor.on_log(None, state, TrainerControl())
+    events = [json.loads(line) for line in (tmp_path / HEALTH_LOG).read_text().splitlines()]
+    assert [(e["check"], e["event"], e["step"]) for e in events] == [
+        ("tool_failures", "raised", 2),
+        ("tool_failures", "cleared", 4),
+    ]
 
 
 def constant_reward(completions, **kwargs):

@@ -62,20 +62,59 @@ def emitted(tokenizer, messages: list[dict], ideal: str, kwargs: dict) -> str:
     return tokenizer.decode(ids, skip_special_tokens=True)
 
 
+def emitted_rollout(tokenizer, messages: list[dict], rollout: list[dict], tools, kwargs):
+    """An agent's ideal rollout as TRL sees it: each assistant turn rendered by the chat
+    template TRL trains tool calls with (after the exchange so far, tools listed), tokenized
+    and parsed back with TRL's `parse_response`; the tool results as they are."""
+    from {{ cookiecutter.package_name }}.environments import episodes
+
+    episodes.ready_for_tools(tokenizer)
+    from trl.chat_template_utils import parse_response
+
+    template = episodes.tools_chat_template(tokenizer)
+    kwargs = {**kwargs, **({"chat_template": template} if template else {})}
+    seen: list[dict] = []
+    for message in rollout:
+        if message["role"] != "assistant":
+            seen.append(message)
+            continue
+        before = tokenizer.apply_chat_template(
+            messages + seen, tools=tools, add_generation_prompt=True, tokenize=False, **kwargs
+        )
+        after = tokenizer.apply_chat_template(
+            messages + seen + [message], tools=tools, tokenize=False, **kwargs
+        )
+        assert after.startswith(before), "the template TRL trains with must extend the prompt"
+        ids = tokenizer(after[len(before) :], add_special_tokens=False)["input_ids"]
+        prefix = tokenizer(before, add_special_tokens=False)["input_ids"]
+        seen.append(parse_response(tokenizer, ids, prefix=prefix, tools=tools))
+    return seen
+
+
 def test_ideal_completions_through_the_template_get_full_reward(
     tiny_tokenizer, sample_rows, recipe
 ):
     """Each sample row's ideal completion, as the model would emit it after this template's
     generation prompt (which may open `<think>`, close an empty thinking block or fold the
-    system prompt), reaches the top of every reward of the recipe."""
+    system prompt), reaches the top of every reward of the recipe. An agent task's ideal
+    rollout goes through the template and TRL's tool-call parser turn by turn."""
+    from {{ cookiecutter.package_name }} import data
+
     kwargs = recipe.training.chat_template_kwargs or {}
+    tools_of = data.row_tools(recipe.task)
     pairs = []
     for index, row in enumerate(sample_rows):
         ideal = TASK.ideal_completion(row, recipe.task)
+        if isinstance(ideal, list):
+            tools = tools_of(row)
+            pairs.append(
+                (index, emitted_rollout(tiny_tokenizer, row["prompt"], ideal, tools, kwargs))
+            )
+            continue
         pairs.append((index, emitted(tiny_tokenizer, row["prompt"], ideal, kwargs)))
     for scores in reward_debug.score(recipe, sample_rows, pairs):
         below = [
-            (pairs[i][1][:200], value)
+            (str(pairs[i][1])[:200], value)
             for i, value in enumerate(scores.values)
             if value is None or value < scores.high - 1e-9
         ]

@@ -82,11 +82,14 @@ def test_merge_check_catches_a_merge_that_lost_the_adapter(tiny_model_dir, tmp_p
 
 
 def test_infer_generates_text(trained_run, tmp_path):
+    """With the default decoding (the model card's sampling, else greedy); a seed repeats it."""
     out = merge.merge([str(trained_run), "--output", str(tmp_path / "merged")])
-    answers = infer.infer(
-        ["--model", str(out), "--prompt", "What is 2 + 3?", "--max-new-tokens", "8"]
-    )
-    assert len(answers) == 1 and answers[0].strip()
+    ask = ["--model", str(out), "--prompt", "What is 2 + 3?", "--max-new-tokens", "8"]
+    answers = infer.infer([*ask, "--seed", "0"])
+    # An agent task's answer is its rollout (messages), shown as a transcript.
+    shown = [infer.transcript(a) if isinstance(a, list) else a for a in answers]
+    assert len(answers) == 1 and shown[0].strip()
+    assert infer.infer([*ask, "--seed", "0"]) == answers
 
 
 def test_infer_from_adapter_and_prompts_file(trained_run, tmp_path):
@@ -105,6 +108,7 @@ def test_infer_from_adapter_and_prompts_file(trained_run, tmp_path):
             "4",
             "--batch-size",
             "2",
+            "--greedy",
         ]
     )
     assert len(answers) == 3

@@ -1,5 +1,7 @@
 """Report: plots from trainer_state.json, a summary with health verdicts, completions."""
 
+import json
+
 import pytest
 
 from {{ cookiecutter.package_name }}.tools import report
@@ -30,3 +32,52 @@ def test_health_verdicts_list_every_check():
     table = report.health_verdicts(rows, report.default_limits())
     assert "| reward_std | warned at 3 logs (steps 1-3) |" in table
     assert "| kl | ok |" in table
+
+
+def synthetic_run(path, rows, recipe=None):
+    """A run folder holding only what the report reads: trainer_state.json (and the run
+    record's recipe, when given)."""
+    path.mkdir(parents=True)
+    (path / "trainer_state.json").write_text(json.dumps({"log_history": rows}))
+    if recipe is not None:
+        (path / "run_record.json").write_text(json.dumps({"recipe": recipe}))
+    return path
+
+
+def rows_of(n, **values):
+    return [{"step": i + 1, "reward": 0.1 * i, "reward_std": 0.3, "learning_rate": 1e-6,
+             **values} for i in range(n)]  # fmt: skip
+
+
+def test_a_tool_run_gets_a_tool_use_plot_and_summary(tmp_path):
+    rows = rows_of(6, **{report.TOOL_CALLS: 3.0, report.TOOL_FAILURES: 0.6})
+    run = synthetic_run(tmp_path / "run", rows, {"max_tool_calling_iterations": 3})
+    assert report.limits_for(run).max_tool_calling_iterations == 3  # from the run record
+    out = report.report([str(run), "--output-dir", str(tmp_path / "report")])
+    image = out / report.TOOL_PLOT
+    assert image.is_file() and image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = (out / "report.md").read_text()
+    assert "## Tool use" in summary and "max_tool_calling_iterations 3" in summary
+    assert "Failed calls: 60% of calls at the first log" in summary
+    assert f"![tool_use]({report.TOOL_PLOT})" in summary
+    # Calls at the cap and most calls failing in every log: both verdicts say so.
+    assert "| tool_call_cap | warned at" in summary and "| tool_failures | warned at" in summary
+    assert "| no_tool_calls | ok |" in summary
+
+
+def test_a_run_without_tool_metrics_gets_no_tool_plot(tmp_path):
+    run = synthetic_run(tmp_path / "run", rows_of(6))
+    out = report.report([str(run), "--output-dir", str(tmp_path / "report")])
+    assert (out / "reward.png").is_file()
+    assert not (out / report.TOOL_PLOT).exists()
+    summary = (out / "report.md").read_text()
+    assert "## Tool use" not in summary and "no_tool_calls" not in summary
+    assert report.plot_tools(rows_of(3), tmp_path, report.default_limits()) is None
+
+
+def test_the_tool_summary_without_a_cap_says_so():
+    rows = rows_of(3)
+    for row, calls in zip(rows, [0.0, 1.0, 2.0], strict=True):
+        row[report.TOOL_CALLS] = calls
+    line = report.tool_summary(rows, report.default_limits())
+    assert "0 at step 1, 2 at step 3" in line and "no max_tool_calling_iterations" in line

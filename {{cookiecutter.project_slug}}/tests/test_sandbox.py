@@ -24,10 +24,14 @@ from pathlib import Path
 import pytest
 
 from {{ cookiecutter.package_name }}.sandbox import (
+    MAX_OUTPUT_CHARS,
+    CodeRun,
     Limits,
     SandboxUnavailable,
     harness,
     isolation,
+    run_code,
+    run_programs,
     run_tests,
 )
 
@@ -438,6 +442,132 @@ def test_killed_sandbox_is_replaced(any_level):
         os.killpg(worker.process.pid, signal.SIGKILL)
     run = run_tests("def f():\n    return 1\n", ["assert f() == 1"], limits=any_level)
     assert run.passed == 1
+
+
+# --- whole programs (run_code): their output comes back, bounded, from behind the same walls ----
+
+
+def run_attack(limits: Limits, program: str, **options) -> CodeRun:
+    """Run a whole program as an attacker would; it ends in time and leaves nothing behind."""
+    start = time.monotonic()
+    run = run_code(program, limits, **options)
+    elapsed = time.monotonic() - start
+    assert elapsed < TIMEOUT + 1.0, f"took {elapsed:.1f}s"
+    assert leftovers(limits) == []
+    assert run_code("print(6 * 7)", limits) == CodeRun("42\n")  # the sandbox still works
+    return run
+
+
+def test_run_code_returns_what_the_program_prints(any_level):
+    program = (
+        "import sys\nprint('out')\nsys.stderr.write('err\\n')\n"
+        "if __name__ == '__main__':\n    print(sum(range(10)))\n"
+    )
+    run = run_code(program, any_level)
+    assert run == CodeRun("out\nerr\n45\n") and run.ok
+    assert run_code("x = 1", any_level) == CodeRun("")
+    assert run_code("import sys\nprint('bye')\nsys.exit(0)", any_level) == CodeRun("bye\n")
+
+
+def test_run_code_reports_how_a_program_failed(any_level):
+    assert run_code("print('before')\n1 / 0\n", any_level) == CodeRun(
+        "before\n", "ZeroDivisionError: division by zero"
+    )
+    assert run_code("print(", any_level).error.startswith("SyntaxError: ")
+    assert run_code("input()", any_level).error == "EOFError: EOF when reading a line"
+    assert run_code("import sys\nsys.exit(3)", any_level).error == "SystemExit: 3"
+    assert run_code("import os\nos._exit(4)", any_level).error == "the program exited with status 4"
+    crash = run_code("import ctypes\nctypes.string_at(0)", any_level)
+    assert crash.error == "the program was killed by SIGSEGV" and not crash.ok
+
+
+def test_run_code_interleaves_with_tests(any_level):
+    """Programs and test jobs share the workers; several programs keep their order."""
+    runs = run_programs([f"print({i} * {i})" for i in range(4)], any_level)
+    assert [run.output for run in runs] == ["0\n", "1\n", "4\n", "9\n"]
+    judged = run_tests("def f():\n    return 1\n", ["assert f() == 1"], limits=any_level)
+    assert judged.passed == 1
+    assert run_code("print('again')", any_level).output == "again\n"
+
+
+@pytest.mark.parametrize(
+    "program",
+    ["import time\nprint('started', flush=True)\ntime.sleep(1000)\n",
+     "import os\nprint('started')\nfor fd in range(64):\n    try:\n        os.close(fd)\n"
+     "    except OSError:\n        pass\nwhile True:\n    pass\n"],
+    ids=["sleep", "closed-pipes"],
+)  # fmt: skip
+def test_run_code_times_out(any_level, program):
+    run = run_attack(any_level, program)
+    assert run.timed_out and not run.ok and run.error == ""
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "while True:\n    print('x' * 100_000)\n",
+        "import sys\nwhile True:\n    sys.stderr.write('x' * 100_000)\n",
+        "import os\nwhile True:\n    os.write(1, b'x' * 65536)\n",
+        "print('x' * 10 ** 7)\n",
+    ],
+    ids=["stdout", "stderr", "raw-fd", "one-huge-line"],
+)
+def test_run_code_output_is_bounded(any_level, program):
+    run = run_attack(any_level, program, max_output_chars=1000)
+    assert run.output == "x" * 1000 and run.truncated and not run.timed_out and not run.ok
+
+
+def test_output_limits_count_characters(any_level):
+    assert run_code("print('x' * 9)", any_level, max_output_chars=10) == CodeRun("x" * 9 + "\n")
+    assert run_code("print('x' * 10)", any_level, max_output_chars=10).truncated
+    wide = run_code("print('\u00e9\U0001f600' * 50)", any_level, max_output_chars=7)
+    assert wide.output == "\u00e9\U0001f600" * 3 + "\u00e9" and wide.truncated
+    assert run_code("print('\\udcff')", any_level).output == "\\udcff\n"  # unencodable
+    with pytest.raises(ValueError, match="max_output_chars must be"):
+        run_code("print(1)", any_level, max_output_chars=MAX_OUTPUT_CHARS + 1)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import os\nwhile True:\n    os.fork()\n",
+        "import subprocess\nsubprocess.run(['sleep', '100'])\n",
+        "import threading, time\n"
+        "def spin():\n    while True:\n        print('t')\n"
+        "for _ in range(50):\n    threading.Thread(target=spin, daemon=True).start()\n"
+        "time.sleep(100)\n",
+        "blocks = []\nwhile True:\n    blocks.append(bytearray(50_000_000))\n",
+        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
+        "import os, signal\nos.kill(-1, signal.SIGKILL)\n",
+        "with open('big', 'wb') as f:\n    while True:\n        f.write(b'x' * 1_000_000)\n",
+    ],
+    ids=["fork-bomb", "subprocess", "threads", "memory", "kill-parent", "kill-all", "disk"],
+)
+def test_run_code_attacks_end_in_time(any_level, program):
+    trainer = os.getpid()
+    run = run_attack(any_level, program)
+    assert not run.ok and os.getpid() == trainer
+
+
+def test_run_code_cannot_reach_the_trainers_secrets(monkeypatch, tmp_path):
+    """What a program prints comes back, so a leak would show in its output."""
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")  # set before the sandbox starts
+    (tmp_path / "token").write_text("hf_secret_value")
+    (tmp_path / "secret_module.py").write_text("VALUE = 'hf_secret_value'\n")
+    program = LEAK.replace("SECRET_PATH", repr(str(tmp_path / "token")))
+    program = program.replace("FOLDER_PATH", repr(str(tmp_path))) + "print(solve())\n"
+    for level in NAMESPACED:
+        run = run_attack(available(level), program)
+        assert run.ok, run
+        assert "hf_secret_value" not in run.output and "secret_module" not in run.output
+
+
+def test_run_code_cannot_write_outside_or_keep_files(isolated, tmp_path):
+    target = tmp_path / "pwned.txt"
+    run_attack(isolated, f"open({str(target)!r}, 'w').write('x')\n")
+    assert not target.exists()
+    run_code("open('note', 'w').write('42')", isolated)
+    assert run_code("print(open('note').read())", isolated).error.startswith("FileNotFoundError")
 
 
 # --- the pieces: the seccomp filter, the plain-data format, the interpreter's files -------------

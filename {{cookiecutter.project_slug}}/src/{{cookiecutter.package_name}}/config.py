@@ -115,6 +115,15 @@ class ScriptArguments:
     health_stop_on_fatal: bool = field(
         default=False, metadata={"help": "Save a checkpoint and stop on a fatal finding."}
     )
+    health_tool_warmup_logs: int = field(
+        default=5, metadata={"help": "Tool runs: first logs in which calling no tool is normal."}
+    )
+    health_tool_logs: int = field(
+        default=3, metadata={"help": "Tool runs: consecutive logs a tool problem needs to warn."}
+    )
+    health_tool_failure_max: float = field(
+        default=0.5, metadata={"help": "Tool runs: warn when more than this share of calls fails."}
+    )
     # --- adaptive reward weights (adaptive_weights.py), off by default ---
     adaptive_reward_weights: bool = field(
         default=False, metadata={"help": "Adapt reward weights to each reward's success rate."}
@@ -196,7 +205,7 @@ def sample_data_values() -> dict:
         f.name: f.default
         for t in (ScriptArguments, TaskArguments)
         for f in dataclasses.fields(t)
-        if (f.name.startswith("dataset_") or f.name.endswith("_column"))
+        if (f.name.startswith(("dataset_", "corpus")) or f.name.endswith("_column"))
         and f.default is not dataclasses.MISSING
     }
     return {**sample, "dataset_name": SAMPLE_DATA}
@@ -204,7 +213,7 @@ def sample_data_values() -> dict:
 
 def smoke_values(fields: set[str]) -> dict:
     """The smoke layer: the sample data and the overrides above."""
-    values = {**sample_data_values(), **SMOKE_OVERRIDES}
+    values = {**sample_data_values(), **SMOKE_OVERRIDES, **TASK.smoke}
     return {key: value for key, value in values.items() if key in fields}
 
 
@@ -220,7 +229,7 @@ TRIAL_OVERRIDES: dict[str, object] = {
 
 def trial_values(fields: set[str]) -> dict:
     """The trial layer: the smoke overrides on the recipe's own data mapping (yours)."""
-    values = {**SMOKE_OVERRIDES, **TRIAL_OVERRIDES}
+    values = {**SMOKE_OVERRIDES, **TASK.smoke, **TRIAL_OVERRIDES}
     return {key: value for key, value in values.items() if key in fields}
 
 
@@ -401,5 +410,5 @@ def parse_recipe(
     if recipe.script.smoke:
         from .tools.tiny_model import ensure_tiny_model
 
-        ensure_tiny_model(Path(recipe.model.model_name_or_path), TINY_MODEL_DIR)
+        ensure_tiny_model(Path(recipe.model.model_name_or_path), TINY_MODEL_DIR, recipe)
     return recipe

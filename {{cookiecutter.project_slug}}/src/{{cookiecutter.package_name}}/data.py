@@ -7,100 +7,14 @@ column with the gold answer; other columns are kept, since TRL passes them to re
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 
+from .datafiles import LOCAL_FORMATS, is_local, load_rows, where  # noqa: F401 (re-exported)
 from .errors import DataError, UserError  # noqa: F401 (DataError is re-exported)
 from .tasks import TASK
 
 logger = logging.getLogger(__name__)
-
-LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
-
-
-def is_local(name: str) -> bool:
-    """True when `dataset_name` names a local file rather than a Hub dataset id."""
-    return Path(name).suffix.lower() in LOCAL_FORMATS or Path(name).exists()
-
-
-def load_rows(dataset_name: str, dataset_config: str | None = None, split: str = "train"):
-    """A `datasets.Dataset` from a local file (all rows) or a Hub dataset split."""
-    from datasets import load_dataset
-
-    if is_local(dataset_name):
-        path = Path(dataset_name)
-        if not path.is_file():
-            raise DataError(f"{dataset_name}: file not found (dataset_name is a local path)")
-        suffix = path.suffix.lower()
-        if suffix not in LOCAL_FORMATS:
-            raise DataError(
-                f"{dataset_name}: unsupported file type; use {', '.join(LOCAL_FORMATS)}"
-            )
-        if suffix == ".jsonl":
-            return _jsonl_dataset(path)
-        try:
-            return load_dataset(LOCAL_FORMATS[suffix], data_files=str(path), split="train")
-        except Exception as err:
-            raise DataError(f"{dataset_name}: cannot read as {suffix[1:]} ({err})") from err
-    try:
-        return load_dataset(dataset_name, name=dataset_config, split=split)
-    except Exception as err:
-        raise DataError(
-            f"cannot load Hub dataset '{dataset_name}' (config {dataset_config!r}, "
-            f"split {split!r}): {err}. Check the id, or point dataset_name at a local "
-            ".jsonl/.csv/.parquet file"
-        ) from err
-
-
-def _jsonl_dataset(path: Path):
-    from datasets import Dataset
-
-    rows = _read_jsonl(path)
-    try:
-        return Dataset.from_list(rows)
-    except Exception as err:  # pyarrow refuses a column whose rows have different types
-        raise DataError(f"{path}: {_mixed_types(rows) or err}") from err
-
-
-def _mixed_types(rows: list[dict]) -> str | None:
-    """Where a column changes type between rows (row numbers are 1-based lines of data)."""
-    first: dict[str, tuple[int, str]] = {}
-    for number, row in enumerate(rows, start=1):
-        for column, value in row.items():
-            kind = type(value).__name__
-            if value is None:
-                continue
-            if column not in first:
-                first[column] = (number, kind)
-            elif first[column][1] != kind:
-                seen_row, seen_kind = first[column]
-                return (
-                    f"row {number}: column '{column}' is {kind}, but row {seen_row} has "
-                    f"{seen_kind}; use one type per column"
-                )
-    return None
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path} line {number}: invalid JSON ({err.msg})") from err
-            if not isinstance(row, dict):
-                raise DataError(
-                    f"{path} line {number}: expected a JSON object, got {type(row).__name__}"
-                )
-            rows.append(row)
-    if not rows:
-        raise DataError(f"{path}: no rows")
-    return rows
 
 
 def _cell_problem(value) -> str | None:
@@ -121,14 +35,6 @@ def _cell_problem(value) -> str | None:
             return None
         return "is a list of mixed items, expected texts or chat messages"
     return f"is {type(value).__name__}, expected text"
-
-
-def where(source: str, index: int) -> str:
-    """A data row for an error message: `file row N`, with the line for a CSV (its header is
-    line 1)."""
-    if Path(source).suffix.lower() == ".csv":
-        return f"{source} row {index + 1} (line {index + 2})"
-    return f"{source} row {index + 1}"
 
 
 def validate_columns(
@@ -195,7 +101,8 @@ def to_conversations(rows, script_args, task_args):
         messages = [{"role": "user", "content": content}]
         if script_args.system_prompt:
             messages.insert(0, {"role": "system", "content": script_args.system_prompt})
-        return {"prompt": messages, "answer": TASK.gold(row[answer_source]), **extra}
+        fields = TASK.row_fields(view, task_args)
+        return {"prompt": messages, "answer": TASK.gold(row[answer_source]), **extra, **fields}
 
     return rows.map(convert, desc="Building prompts")
 
@@ -205,20 +112,49 @@ def _extra_columns(task_args) -> dict[str, str]:
     return {name: getattr(task_args, setting) for name, setting in TASK.columns(task_args).items()}
 
 
-def prompt_token_count(tokenizer, messages: list[dict], chat_template_kwargs=None) -> int:
+def prompt_token_count(
+    tokenizer, messages: list[dict], chat_template_kwargs=None, tools: list | None = None
+) -> int:
     """Tokens of the chat-formatted prompt, generation prompt included (as TRL will see it: with
-    the recipe's chat_template_kwargs, e.g. a thinking prefill)."""
+    the recipe's chat_template_kwargs, e.g. a thinking prefill, and an agent row's tools)."""
     text = tokenizer.apply_chat_template(
-        messages, add_generation_prompt=True, tokenize=False, **(chat_template_kwargs or {})
+        messages,
+        add_generation_prompt=True,
+        tokenize=False,
+        **({"tools": tools} if tools else {}),
+        **(chat_template_kwargs or {}),
     )
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def filter_long_prompts(rows, tokenizer, max_prompt_tokens: int, chat_template_kwargs=None):
+def row_tools(task_args):
+    """For an agent task, a function giving the tools a row's prompt shows (its environment's,
+    as TRL renders them); None for other tasks."""
+    if TASK.environments is None:
+        return None
+    from .environments import tool_methods
+
+    factories = TASK.environments(task_args)
+    found: dict[str, list] = {}
+
+    def tools_of(row: dict) -> list:
+        name = row["environment"]
+        if name not in found:
+            found[name] = tool_methods(factories[name]())
+        return found[name]
+
+    return tools_of
+
+
+def filter_long_prompts(
+    rows, tokenizer, max_prompt_tokens: int, chat_template_kwargs=None, tools_of=None
+):
     """Drop rows whose prompt is longer than `max_prompt_tokens`; TRL would not truncate them."""
     counted = rows.map(
         lambda row: {
-            "_prompt_tokens": prompt_token_count(tokenizer, row["prompt"], chat_template_kwargs)
+            "_prompt_tokens": prompt_token_count(
+                tokenizer, row["prompt"], chat_template_kwargs, tools_of(row) if tools_of else None
+            )
         },
         desc="Counting prompt tokens",
     )
@@ -270,4 +206,10 @@ def prepare(rows, tokenizer, script_args, task_args, chat_template_kwargs=None):
     """Conversational prompts, filtered to `max_prompt_tokens` (measured as the recipe's
     `chat_template_kwargs` render them)."""
     rows = to_conversations(rows, script_args, task_args)
-    return filter_long_prompts(rows, tokenizer, script_args.max_prompt_tokens, chat_template_kwargs)
+    return filter_long_prompts(
+        rows,
+        tokenizer,
+        script_args.max_prompt_tokens,
+        chat_template_kwargs,
+        row_tools(task_args),
+    )

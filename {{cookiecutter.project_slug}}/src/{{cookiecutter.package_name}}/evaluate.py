@@ -3,15 +3,19 @@
     make evaluate                                       # the recipe's base vs its output_dir
     make evaluate ARGS="--model outputs/<run>/merged --limit 200"
     make evaluate ARGS="--pass-k 4"                     # also sample 4 per prompt: pass@4
+    make evaluate ARGS="--greedy"                       # greedy decoding for the metrics
     make evaluate ARGS="--smoke"                        # tiny model, sample data, offline
 
 (`make evaluate` runs `python -m {{ cookiecutter.package_name }}.evaluate`.)
 
 The metric is the task's own (accuracy, test pass rate, schema validity and field F1, label
-accuracy), computed by the same reward functions training uses. Greedy decoding gives each
-metric; `--pass-k K` adds pass@K: the share of prompts where at least one of K sampled
-completions is fully right. Writes `predictions.jsonl` and `report.md` (the before/after table)
-to `--output-dir` (default: `<model>/eval`).
+accuracy), computed by the same reward functions training uses, on one completion per prompt
+decoded with the model card's recommended sampling (project.RECOMMENDED_SAMPLING; greedy when there
+is none, or with `--greedy`; `--temperature/--top-p/--top-k` change it). `--pass-k K` adds pass@K:
+the share of prompts where at least one of K sampled completions is fully right. Sampling is
+seeded (`--seed`), so a rerun gives the same numbers on the same machine. Writes
+`predictions.jsonl` and `report.md` (the before/after table, naming the decoding) to
+`--output-dir` (default: `<model>/eval`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,14 @@ from pathlib import Path
 from . import modeling  # first: the Unsloth backend patches transformers on import
 from .config import add_recipe_options, recipe_from
 from .errors import UserError, run
-from .inference import generate, load_model_for_inference, load_tokenizer_for
+from .inference import (
+    Decoding,
+    add_decoding_options,
+    decoding_from,
+    generate,
+    load_model_for_inference,
+    load_tokenizer_for,
+)
 from .tasks import TASK
 
 logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
@@ -43,11 +54,18 @@ def parse_args(argv: Sequence[str] | None):
     parser.add_argument("--no-base", action="store_true", help="evaluate the trained model only")
     parser.add_argument("--split", help="dataset split (default: the recipe's dataset_test_split)")
     parser.add_argument("--limit", type=int, default=100, help="prompts to use (default 100)")
-    parser.add_argument("--pass-k", type=int, default=1, help="also sample K per prompt: pass@K")
-    parser.add_argument("--temperature", type=float, default=0.8, help="sampling for pass@K")
+    parser.add_argument(
+        "--pass-k",
+        type=int,
+        default=1,
+        help="also sample K per prompt: pass@K (with the decoding when it samples; else with "
+        "the model card's sampling, or the recipe's rollout sampling when it has none)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     parser.add_argument("--max-new-tokens", type=int, help="default: max_completion_length")
     parser.add_argument("--batch-size", type=int, default=8, help="prompts per generate call")
     parser.add_argument("--output-dir", type=Path, help="default: <model>/eval")
+    add_decoding_options(parser)
     add_recipe_options(parser)
     args, overrides = parser.parse_known_args(argv)
     if args.pass_k < 1 or args.limit < 1:
@@ -94,23 +112,55 @@ def metric_functions(settings: dict):
     return [(label, func) for (label, _), func in zip(TASK.metrics, funcs, strict=True)]
 
 
-def completions_for(model_path, rows, args, max_new_tokens: int, samples: int = 1, temperature=0.0):
-    """`samples` completions per row (greedy when temperature is 0), with a progress bar."""
+CALLS = "calls per episode"  # an agent task's extra figure (not a reward: no pass@K)
+
+
+def pass_k_sampling(decoding: Decoding, recipe) -> Decoding:
+    """What pass@K samples with: the metrics' decoding when it samples; when it is greedy, the
+    model card's sampling, else the recipe's rollout sampling (what GRPO explores with)."""
+    if not decoding.greedy:
+        return decoding
+    training = recipe.training
+    rollouts = Decoding(training.temperature, training.top_p, training.top_k or 0)
+    return Decoding.recommended() or rollouts
+
+
+def completions_for(model_path, rows, args, max_new_tokens: int, decoding, samples: int = 1):
+    """`samples` completions per row decoded as `decoding`, from the seed, with a progress bar."""
     from rich.progress import track
+    from transformers import set_seed
 
     tokenizer = load_tokenizer_for(Path(model_path))
     model = load_model_for_inference(Path(model_path))
+    set_seed(args.seed)  # each model and pass starts from the same seed: reruns repeat
     batches = [rows[i : i + args.batch_size] for i in range(0, len(rows), args.batch_size)]
     outputs: list[list[str]] = []
-    label = f"{Path(str(model_path)).name}: {'greedy' if not temperature else f'{samples} samples'}"
+    what = "greedy" if decoding.greedy else f"{samples} sampled"
+    label = f"{Path(str(model_path)).name}: {what}"
     for batch in track(batches, description=label, transient=True):
         conversations = [row["prompt"] for row in batch for _ in range(samples)]
-        texts = generate(
-            model, tokenizer, conversations, max_new_tokens, temperature,
-            args.chat_template_kwargs,
-        )  # fmt: skip
+        if args.agent is not None:  # an agent task: whole rollouts, its tools really called
+            texts = agent_rollouts(model, tokenizer, batch, samples, args, max_new_tokens, decoding)
+        else:
+            texts = generate(
+                model, tokenizer, conversations, max_new_tokens, decoding, args.chat_template_kwargs
+            )
         outputs += [texts[i : i + samples] for i in range(0, len(texts), samples)]
     return outputs
+
+
+def agent_rollouts(model, tokenizer, batch, samples, args, max_new_tokens, decoding) -> list:
+    """`samples` rollouts per row through the agent loop TRL trains with (environments/
+    episodes.py), each on a fresh instance of the row's environment."""
+    from .environments.episodes import run_episodes
+
+    factories, max_iterations = args.agent
+    rows = [row for row in batch for _ in range(samples)]
+    return run_episodes(
+        model, tokenizer, [row["prompt"] for row in rows],
+        [factories[row["environment"]]() for row in rows], rows, decoding, max_new_tokens,
+        max_iterations, args.chat_template_kwargs,
+    )  # fmt: skip
 
 
 def score(metrics, completions: list[str], rows: list[dict]) -> dict[str, list[float | None]]:
@@ -126,19 +176,25 @@ def mean(values) -> float | None:
 
 def evaluate_model(model_path, rows, metrics, args, max_new_tokens) -> tuple[dict, list[dict]]:
     """Summary {metric: value} and one prediction per row."""
-    greedy = [c[0] for c in completions_for(model_path, rows, args, max_new_tokens)]
-    scores = score(metrics, greedy, rows)
+    decoded = completions_for(model_path, rows, args, max_new_tokens, args.decoding)
+    firsts = [c[0] for c in decoded]
+    scores = score(metrics, firsts, rows)
     summary = {label: mean(values) for label, values in scores.items()}
+    if args.agent is not None:  # tool calls per episode, beside the metrics
+        from .environments.episodes import calls_made
+
+        scores[CALLS] = [float(calls_made(rollout)) for rollout in firsts]
+        summary[CALLS] = mean(scores[CALLS])
     predictions = [
         {"prompt": row["prompt"][-1]["content"], "answer": row.get("answer"), "completion": text,
          **{label: scores[label][i] for label in scores}}
-        for i, (row, text) in enumerate(zip(rows, greedy, strict=True))
+        for i, (row, text) in enumerate(zip(rows, firsts, strict=True))
     ]  # fmt: skip
     if args.pass_k > 1:
         label, func = metrics[0]
         top = func.reward_range.high if hasattr(func, "reward_range") else 1.0
         sampled = completions_for(
-            model_path, rows, args, max_new_tokens, args.pass_k, args.temperature
+            model_path, rows, args, max_new_tokens, args.pass_k_decoding, args.pass_k
         )
         solved = []
         for row, texts in zip(rows, sampled, strict=True):
@@ -153,6 +209,7 @@ def evaluate_model(model_path, rows, metrics, args, max_new_tokens) -> tuple[dic
 def report_table(results: dict[str, dict], rows: int, args) -> str:
     names = list(results)
     metrics = list(next(iter(results.values())))
+    how = "greedy" if args.decoding.greedy else "sampled"
     header = ["metric", *names] + (["change"] if len(names) == 2 else [])
     lines = ["| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
     for metric in metrics:
@@ -161,23 +218,39 @@ def report_table(results: dict[str, dict], rows: int, args) -> str:
         if len(values) == 2:
             both = None not in values
             cells.append(f"{values[1] - values[0]:+.3f}" if both else "n/a")
-        label = metric if metric.startswith("pass@") else f"{metric} (greedy)"
+        label = metric if metric.startswith("pass@") else f"{metric} ({how})"
         lines.append("| " + " | ".join([label, *cells]) + " |")
-    note = f"{rows} held-out prompts"
+    notes = [f"{rows} held-out prompts"]
     if not args.held_out:
-        note = (
+        notes = [
             f"{rows} prompts of the TRAINING data (not held out: pass held-out data with "
             "--dataset_name FILE, or a Hub split with --split)"
-        )
+        ]
+    notes.append(f"metrics decoded: {decoding_note(args.decoding, args.seed)}")
     if args.pass_k > 1:
-        note += f"; pass@{args.pass_k} samples at temperature {args.temperature:g}"
-    return "\n".join(lines) + f"\n\n{note}.\n"
+        pass_k = decoding_note(args.pass_k_decoding, args.seed)
+        notes.append(f"pass@{args.pass_k}: {args.pass_k} completions per prompt, {pass_k}")
+    return "\n".join(lines) + "\n\n" + "".join(f"- {note}\n" for note in notes)
+
+
+def decoding_note(decoding: Decoding, seed: int) -> str:
+    """How a report's completions were decoded, with what makes them repeatable."""
+    source = " (the model card's recommendation)" if decoding == Decoding.recommended() else ""
+    seeded = "" if decoding.greedy else f", seed {seed}"
+    return f"{decoding.describe()}{source}{seeded}"
 
 
 def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
     args, overrides = parse_args(argv)
     recipe = recipe_from(args, overrides, read_only=True)
     args.chat_template_kwargs = recipe.training.chat_template_kwargs  # as TRL renders prompts
+    args.decoding = decoding_from(args)
+    args.agent = None  # an agent task: (environment factories, tool-calling turn cap)
+    if TASK.environments is not None:
+        cap = recipe.training.max_tool_calling_iterations
+        args.agent = (TASK.environments(recipe.task), cap)
+    args.pass_k_decoding = pass_k_sampling(args.decoding, recipe) if args.pass_k > 1 else None
+    logger.info("decoding: %s", decoding_note(args.decoding, args.seed))
     max_new_tokens = args.max_new_tokens or recipe.training.max_completion_length
     settings = {**recipe.reward_settings(), "max_completion_length": max_new_tokens}
     trained = args.model or Path(recipe.training.output_dir)

@@ -7,14 +7,22 @@
 
 `--model` takes a merged folder, a training output folder (LoRA adapter on its base model) or a Hub
 id. The system prompt defaults to the recipe's, so the model sees the format it was trained on.
+Decoding defaults to the model card's recommended sampling (project.RECOMMENDED_SAMPLING), greedy
+when there is none; `--temperature/--top-p/--top-k` change it, `--greedy` decodes greedily and
+`--seed` makes sampling repeatable.
 With the Unsloth backend, a recipe with `fast_inference: true` on a GPU with vLLM generates through
 Unsloth's `fast_generate` with the saved adapter; otherwise generation is plain transformers.
+
+An agent task's model runs its tools for real (the loop TRL trains with, environments/
+episodes.py) in the environment `--environment` (default: the recipe's default_environment), and
+each answer is the whole exchange; `--interactive` chats turn by turn, showing every call.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,8 +30,18 @@ from pathlib import Path
 from . import modeling  # first: the Unsloth backend patches transformers on import
 from .config import add_recipe_options, recipe_from
 from .errors import UserError, run
-from .inference import chat, generate, load_model_for_inference, load_tokenizer_for, prompt_texts
-from .tasks import message_text
+from .inference import (
+    add_decoding_options,
+    chat,
+    decoding_from,
+    generate,
+    load_model_for_inference,
+    load_tokenizer_for,
+    prompt_texts,
+)
+from .tasks import TASK, message_text
+
+logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
 
 
 def parse_args(argv: Sequence[str] | None):
@@ -43,20 +61,27 @@ def parse_args(argv: Sequence[str] | None):
         type=Path,
         help='JSONL file; each line {"prompt": ...} (or the recipe\'s prompt_column)',
     )
+    if TASK.environments is not None:
+        source.add_argument(
+            "--interactive", action="store_true", help="chat turn by turn (empty line: quit)"
+        )
+        parser.add_argument("--environment", help="the tools' environment (default: the recipe's)")
     parser.add_argument("--output", type=Path, help="write {prompt, completion} JSONL here")
     parser.add_argument("--limit", type=int, default=None, help="use only the first N prompts")
     parser.add_argument(
         "--system-prompt", default=None, help="system message (default: the recipe's)"
     )
     parser.add_argument("--max-new-tokens", type=int, default=256, help="default 256")
-    parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     parser.add_argument("--batch-size", type=int, default=8, help="prompts per generate call")
     parser.add_argument(
         "--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32"]
     )
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
+    parser.add_argument("--seed", type=int, help="seed for sampling (default: a fresh one)")
+    add_decoding_options(parser)
     add_recipe_options(parser)
     args, overrides = parser.parse_known_args(argv)
+    args.decoding = decoding_from(args)
     args.recipe = recipe_from(args, overrides, read_only=True)
     if args.model is None:
         args.model = Path(args.recipe.training.output_dir) / "merged"
@@ -69,7 +94,70 @@ def parse_args(argv: Sequence[str] | None):
         args.system_prompt = args.recipe.script.system_prompt
     args.chat_template_kwargs = args.recipe.training.chat_template_kwargs
     args.prompt_column = args.recipe.script.prompt_column
+    args.agent = None  # an agent task: (environment factory, tool-calling turn cap)
+    if TASK.environments is not None:
+        factories = TASK.environments(args.recipe.task)
+        name = args.environment or args.recipe.task.default_environment
+        if name not in factories:
+            raise UserError(f"--environment {name}: use one of {', '.join(factories)}")
+        args.agent = (factories[name], args.recipe.training.max_tool_calling_iterations)
     return args
+
+
+def transcript(rollout: list[dict]) -> str:
+    """An agent's rollout as text: each call with its arguments, each result, the answer."""
+    return "\n".join(message_line(message) for message in rollout)
+
+
+def message_line(message: dict) -> str:
+    calls = message.get("tool_calls") or []
+    lines = [
+        f"[calls {c['function']['name']}({json.dumps(c['function']['arguments'])})]"
+        for c in calls
+        if isinstance(c, dict) and isinstance(c.get("function"), dict)
+    ]
+    content = str(message.get("content") or "")
+    if message.get("role") == "tool":
+        return f"[{message.get('name')} -> {content}]"
+    return "\n".join([*([content] if content else []), *lines])
+
+
+def agent_answers(model, tokenizer, batch: list[str], args) -> list[list[dict]]:
+    from .environments.episodes import run_episodes
+
+    factory, max_iterations = args.agent
+    conversations = [chat(p, args.system_prompt) for p in batch]
+    return run_episodes(
+        model, tokenizer, conversations, [factory() for _ in batch], [{} for _ in batch],
+        args.decoding, args.max_new_tokens, max_iterations, args.chat_template_kwargs,
+    )  # fmt: skip
+
+
+def interactive(model, tokenizer, args) -> list[list[dict]]:
+    """Chat with the agent: each line you type is a user turn; the model calls its tools (each
+    call and result printed as it happens) until it answers. An empty line or EOF ends it."""
+    from .environments.episodes import run_episodes
+
+    factory, max_iterations = args.agent
+    environment = factory()
+    history = chat("", args.system_prompt)[:-1]
+    turns = []
+    while True:
+        try:
+            line = input("you> ").strip()
+        except EOFError:
+            break
+        if not line:
+            break
+        history.append({"role": "user", "content": line})
+        [rollout] = run_episodes(
+            model, tokenizer, [history], [environment], [{}], args.decoding,
+            args.max_new_tokens, max_iterations, args.chat_template_kwargs,
+            on_message=lambda _, message: print(message_line(message), flush=True),
+        )  # fmt: skip
+        history += rollout
+        turns.append(rollout)
+    return turns
 
 
 def read_prompts(path: Path, prompt_column: str) -> list[str]:
@@ -98,24 +186,35 @@ def read_prompts(path: Path, prompt_column: str) -> list[str]:
 
 def infer(argv: Sequence[str] | None = None) -> list[str]:
     from rich.progress import track
+    from transformers import set_seed
 
     args = parse_args(argv)
+    if getattr(args, "interactive", False):
+        tokenizer = load_tokenizer_for(args.model)
+        model = load_model_for_inference(args.model, args.dtype, args.device)
+        return interactive(model, tokenizer, args)
     prompts = [args.prompt] if args.prompt else read_prompts(args.prompts_file, args.prompt_column)
     prompts = prompts[: args.limit] if args.limit else prompts
     tokenizer = load_tokenizer_for(args.model)
-    fast = modeling.fast_generator(args.model, args.recipe)
+    fast = None if args.agent else modeling.fast_generator(args.model, args.recipe)
     model = None if fast else load_model_for_inference(args.model, args.dtype, args.device)
+    logger.info("decoding: %s", args.decoding.describe())
+    if args.seed is not None:
+        set_seed(args.seed)
     batches = [prompts[i : i + args.batch_size] for i in range(0, len(prompts), args.batch_size)]
     completions: list[str] = []
     steps = track(batches, description="Generating") if len(batches) > 1 else batches
     for batch in steps:
         conversations = [chat(p, args.system_prompt) for p in batch]
+        if args.agent is not None:
+            completions += agent_answers(model, tokenizer, batch, args)
+            continue
         if fast:
             texts = prompt_texts(tokenizer, conversations, args.chat_template_kwargs)
-            completions += fast(texts, args.max_new_tokens, args.temperature)
+            completions += fast(texts, args.max_new_tokens, args.decoding)
             continue
         completions += generate(
-            model, tokenizer, conversations, args.max_new_tokens, args.temperature,
+            model, tokenizer, conversations, args.max_new_tokens, args.decoding,
             args.chat_template_kwargs,
         )  # fmt: skip
     if args.output:
@@ -126,7 +225,8 @@ def infer(argv: Sequence[str] | None = None) -> list[str]:
         print(f"wrote {len(completions)} completions to {args.output}")
     else:
         for prompt, completion in zip(prompts, completions, strict=True):
-            print(f"### prompt\n{prompt}\n### completion\n{completion}\n")
+            shown = transcript(completion) if isinstance(completion, list) else completion
+            print(f"### prompt\n{prompt}\n### completion\n{shown}\n")
     return completions
 
 

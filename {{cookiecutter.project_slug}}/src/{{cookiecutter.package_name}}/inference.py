@@ -1,15 +1,130 @@
-"""Loading a trained model (merged folder, LoRA adapter or full model) and chat generation.
+"""Loading a trained model (merged folder, LoRA adapter or full model), how it decodes, and chat
+generation.
 
-Shared by `merge` (which compares adapter and merged outputs) and `infer`.
+Shared by `merge` (which compares adapter and merged outputs), `evaluate` and `infer`.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
+from . import project
 from .errors import UserError
 from .tokenizer import ready_for_generation
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How completions are decoded: greedy (temperature 0), or sampled at `temperature` from the
+    `top_p` nucleus of the `top_k` likeliest tokens (top_p 1, top_k 0: no cut).
+
+    One description for every generation path (transformers' `generate`, vLLM's
+    `SamplingParams`), so that evaluate, infer, merge and any generation loop decode alike. The
+    default is the model card's recommended sampling (`project.RECOMMENDED_SAMPLING`), else greedy.
+    """
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.temperature >= 0:  # also refuses nan
+            raise UserError(f"temperature {self.temperature}: use 0 (greedy) or above")
+        if not 0 < self.top_p <= 1:
+            raise UserError(f"top_p {self.top_p}: use a value above 0 and at most 1")
+        if self.top_k < 0:
+            raise UserError(f"top_k {self.top_k}: use 0 (no top-k cut) or above")
+        if self.greedy and (self.top_p < 1 or self.top_k):
+            raise UserError(
+                "top_p and top_k shape sampling: give a temperature above 0 with them "
+                "(temperature 0 is greedy)"
+            )
+
+    @classmethod
+    def recommended(cls) -> Decoding | None:
+        """The model card's recommended sampling for the recipe's chat mode, None if unknown."""
+        found = project.RECOMMENDED_SAMPLING
+        if found is None:
+            return None
+        try:
+            return cls(**found)
+        except (TypeError, UserError) as err:
+            raise UserError(f"project.py RECOMMENDED_SAMPLING {found}: {err}") from err
+
+    @classmethod
+    def default(cls) -> Decoding:
+        """What evaluate and infer decode with unless told otherwise."""
+        return cls.recommended() or cls()
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    def changed(
+        self, temperature: float | None = None, top_p: float | None = None, top_k: int | None = None
+    ) -> Decoding:
+        """This decoding with the given fields changed (None: kept); temperature 0 is greedy."""
+        temperature = self.temperature if temperature is None else temperature
+        if temperature == 0 and top_p is None and top_k is None:
+            return Decoding()
+        top_p = self.top_p if top_p is None else top_p
+        return Decoding(temperature, top_p, self.top_k if top_k is None else top_k)
+
+    def describe(self) -> str:
+        if self.greedy:
+            return "greedy"
+        top_k = self.top_k or "off"
+        return f"sampling at temperature {self.temperature:g}, top_p {self.top_p:g}, top_k {top_k}"
+
+    def generate_kwargs(self) -> dict:
+        """transformers' `generate` arguments. Every sampling field is explicit, so the
+        checkpoint's generation_config (its own top_p, top_k) does not change the decoding."""
+        if self.greedy:
+            return {"do_sample": False}
+        return {
+            "do_sample": True,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+        }
+
+    def vllm_kwargs(self) -> dict:
+        """vLLM `SamplingParams` arguments (temperature 0 is its greedy, top_k -1 its "off")."""
+        return {"temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k or -1}
+
+
+def add_decoding_options(parser) -> None:
+    """--greedy, --temperature, --top-p, --top-k, with this model's default in the help."""
+    default = Decoding.default()
+    why = (
+        "the model card's recommendation (project.RECOMMENDED_SAMPLING)"
+        if Decoding.recommended()
+        else "the template knows no model-card sampling for it (project.RECOMMENDED_SAMPLING)"
+    )
+    group = parser.add_argument_group(
+        "decoding", f"Default for this model: {default.describe()}, {why}."
+    )
+    group.add_argument("--greedy", action="store_true", help="decode greedily")
+    group.add_argument(
+        "--temperature", type=float, help=f"0 = greedy (default {default.temperature:g})"
+    )
+    group.add_argument("--top-p", type=float, help=f"nucleus sampling (default {default.top_p:g})")
+    group.add_argument(
+        "--top-k", type=int, help=f"sample from the K likeliest; 0 = off (default {default.top_k})"
+    )
+
+
+def decoding_from(args) -> Decoding:
+    """The decoding the options ask for: greedy, or the default with the given fields changed."""
+    changes = {"temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k}
+    if args.greedy:
+        given = [f"--{name.replace('_', '-')}" for name, v in changes.items() if v is not None]
+        if given:
+            raise UserError(f"--greedy takes no {', '.join(given)} (they shape sampling)")
+        return Decoding()
+    return Decoding.default().changed(**changes)
 
 
 def is_adapter(path: Path) -> bool:
@@ -106,22 +221,22 @@ def generate(
     model,
     tokenizer,
     conversations: list[list[dict]],
-    max_new_tokens: int = 256,
-    temperature: float = 0.0,
+    max_new_tokens: int,
+    decoding: Decoding,
     chat_template_kwargs: dict | None = None,
 ) -> list[str]:
-    """Completions for a batch of conversations; greedy when temperature is 0."""
+    """Completions for a batch of conversations, decoded as `decoding` says."""
     import torch
 
     texts = prompt_texts(tokenizer, conversations, chat_template_kwargs)
     inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
     inputs = inputs.to(model.device)
-    sampling = (
-        {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
-    )
     with torch.inference_mode():
         output = model.generate(
-            **inputs, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id, **sampling
+            **inputs,
+            max_new_tokens=max_new_tokens,
+            pad_token_id=tokenizer.pad_token_id,
+            **decoding.generate_kwargs(),
         )
     new_tokens = output[:, inputs["input_ids"].shape[1] :]
     return tokenizer.batch_decode(new_tokens, skip_special_tokens=True)

@@ -20,6 +20,7 @@ from . import modeling  # first: the Unsloth backend patches transformers on imp
 from .config import add_recipe_options, recipe_from
 from .errors import UserError, run
 from .inference import (
+    Decoding,
     base_model_of,
     chat,
     check_model_dir,
@@ -96,10 +97,11 @@ def merge(argv: Sequence[str] | None = None) -> Path:
     expected = base = None
     if not args.no_check:
         kwargs = args.chat_template_kwargs
-        expected = generate(model, tokenizer, prompts, args.max_new_tokens, 0.0, kwargs)
+        greedy = Decoding()  # the check compares exact outputs
+        expected = generate(model, tokenizer, prompts, args.max_new_tokens, greedy, kwargs)
         if is_adapter(args.run_dir):
             with model.disable_adapter():
-                base = generate(model, tokenizer, prompts, args.max_new_tokens, 0.0, kwargs)
+                base = generate(model, tokenizer, prompts, args.max_new_tokens, greedy, kwargs)
     if is_adapter(args.run_dir):
         logger.info("merging the adapter into %s", base_model_of(args.run_dir))
 
@@ -122,7 +124,7 @@ def verify(staging: Path, tokenizer, prompts, expected, base, args, device) -> N
     """Reload the saved folder from disk and compare its greedy outputs with the adapter's."""
     reloaded = load_model_for_inference(staging, args.dtype, device)
     got = generate(
-        reloaded, tokenizer, prompts, args.max_new_tokens, 0.0, args.chat_template_kwargs
+        reloaded, tokenizer, prompts, args.max_new_tokens, Decoding(), args.chat_template_kwargs
     )
     mismatches = [i for i, (a, b) in enumerate(zip(expected, got, strict=True)) if a != b]
     if mismatches:

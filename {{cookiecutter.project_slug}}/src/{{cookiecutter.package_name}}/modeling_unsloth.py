@@ -169,7 +169,7 @@ def fast_generator(model_dir, recipe):
     """vLLM generation through Unsloth's `fast_generate` with the saved LoRA, when the recipe
     trains with fast_inference and a GPU and vLLM are here; None means plain generation.
 
-    Returns a function (prompt texts, max_new_tokens, temperature) -> completions.
+    Returns a function (prompt texts, max_new_tokens, inference.Decoding) -> completions.
     """
     from pathlib import Path
 
@@ -194,8 +194,8 @@ def fast_generator(model_dir, recipe):
     lora = model.load_lora(str(model_dir))
     logger.info("generating with vLLM (Unsloth fast_generate) and the adapter in %s", model_dir)
 
-    def generate(texts: list[str], max_new_tokens: int, temperature: float) -> list[str]:
-        params = SamplingParams(temperature=temperature, max_tokens=max_new_tokens)
+    def generate(texts: list[str], max_new_tokens: int, decoding) -> list[str]:
+        params = SamplingParams(max_tokens=max_new_tokens, **decoding.vllm_kwargs())
         outputs = model.fast_generate(texts, sampling_params=params, lora_request=lora)
         return [output.outputs[0].text for output in outputs]
 

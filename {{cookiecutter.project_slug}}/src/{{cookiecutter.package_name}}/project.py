@@ -11,6 +11,9 @@ BACKEND = {{ cookiecutter.backend | tojson }}
 GPU_TIER = {{ cookiecutter.gpu_tier | tojson }}
 TINY_ARCH = {{ grpo("tiny_arch") | tojson }}
 CHAT_TEMPLATE = {{ grpo("chat_template") | tojson }}  # trl/chat_templates/<name>.jinja ("": none)
+# The model card's recommended sampling for the chat mode the recipe renders [its source]: what
+# evaluate and infer decode with by default (inference.Decoding); None: greedy.
+RECOMMENDED_SAMPLING = {{ grpo("recommended_sampling") }}
 SAMPLE_DATA = {{ grpo("sample_data") | tojson }}
 EXAMPLE_PROMPT = {{ grpo("example_prompt") | tojson }}
 GATED = {{ "True" if grpo("gated") else "False" }}  # the base model needs an accepted licence

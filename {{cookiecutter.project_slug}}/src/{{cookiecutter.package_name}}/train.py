@@ -53,6 +53,41 @@ def check_reward_weights(
         )
 
 
+def check_tool_template(tokenizer, name: str) -> None:
+    """TRL's own checks of a chat template for tool calling, before the model loads, as one line:
+    it must render a whole tool-calling exchange, and TRL must know how to parse its calls."""
+    import copy
+
+    from trl.chat_template_utils import add_response_schema, supports_tool_calling
+
+    problem = None
+    if not supports_tool_calling(tokenizer):
+        problem = "cannot render a tool-calling conversation"
+    else:
+        try:
+            add_response_schema(copy.copy(tokenizer))
+        except ValueError:
+            if getattr(tokenizer, "response_template", None) is None:
+                problem = "is not one TRL can parse tool calls from"
+    if problem:
+        raise UserError(
+            f"the chat template of '{name}' {problem}: the tools task needs a model whose "
+            "template TRL 1.16 trains tool calls with (the README lists the catalog's)"
+        )
+
+
+def expose_context_length(config) -> None:
+    """TRL 1.16's tool loop reads `model.config.max_position_embeddings` (its context ceiling)
+    unless the processing class is a multimodal processor; a vision-language checkpoint trained
+    on text (Qwen3.5, Gemma 4) keeps it in its text config only, so the loop would fail with an
+    AttributeError on the first tool call. Copy it up."""
+    text = config.get_text_config()
+    if text is not config and "max_position_embeddings" not in config.to_dict():
+        limit = getattr(text, "max_position_embeddings", None)
+        if limit is not None:
+            config.max_position_embeddings = limit
+
+
 def configure_trackers(training_args) -> None:
     """Trackers run offline unless told otherwise: wandb without an API key logs to ./wandb
     (`wandb sync` uploads it later); trackio writes its local database by default."""
@@ -74,6 +109,7 @@ def callbacks_for(trainer, recipe, funcs: list) -> list:
         script_args,
         beta=training_args.beta,
         max_completion_length=training_args.max_completion_length,
+        max_tool_calling_iterations=training_args.max_tool_calling_iterations,
         correctness=correctness if correctness in script_args.reward_funcs else None,
     )
     if script_args.smoke:  # the offline run chose its short completions: clipping is expected
@@ -125,12 +161,17 @@ def build_trainer(recipe, record=None):
     logger.info("training on %d prompts (%d dropped as too long)", stats.kept, stats.dropped)
     if record is not None:
         record.start(script_args, rows, stats, settings)
+    agent = {}
+    if TASK.environments is not None:  # an agent task: TRL runs the environments' tools
+        agent = {"environment_factory": TASK.environments(task_args)}
+        check_tool_template(tokenizer, model_args.model_name_or_path)
     try:
         trainer = GRPOTrainer(
             reward_funcs=reward_funcs,
             args=training_args,
             train_dataset=rows,
             processing_class=tokenizer,
+            **agent,
             **modeling.trainer_model(recipe),
         )
     except OSError as err:
@@ -139,6 +180,8 @@ def build_trainer(recipe, record=None):
             name = script_args.reward_model
         raise modeling.ModelError(modeling.hub_hint(name, err)) from err
     modeling.check_trainer(trainer)
+    if agent:
+        expose_context_length(trainer.model.config)
     for callback in callbacks_for(trainer, recipe, funcs):
         trainer.add_callback(callback)
     return trainer
@@ -152,9 +195,9 @@ def end(trainer) -> None:
         finish()
 
 
-def train(argv: Sequence[str] | None = None, stage=None):
+def train(argv: Sequence[str] | None = None, stage=None, prepare=None):
     """Parse the recipe (with a stage's layer, from training/stages.py), train, save; returns
-    the trainer."""
+    the trainer. `prepare(trainer)` runs before training (the smoke run's steering)."""
     from .training.health import HealthMonitor
     from .training.run_record import RunRecord
     from .training.stopping import StopOnSignal
@@ -173,6 +216,8 @@ def train(argv: Sequence[str] | None = None, stage=None):
             training_args.output_dir,
         )
     trainer = build_trainer(recipe, record)
+    if prepare is not None:
+        prepare(trainer)
     checkpoint = last_checkpoint(training_args.output_dir) if recipe.script.resume else None
     logger.info("training processes: %d", training_args.world_size)
     if checkpoint:

@@ -20,6 +20,7 @@ from .base import (
     RewardRange,
     bind,
     call_like_trl,
+    completion_messages,
     completion_text,
     reward,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "RewardFunc",
     "RewardRange",
     "call_like_trl",
+    "completion_messages",
     "completion_text",
     "bind",
     "resolve",

@@ -68,28 +68,47 @@ def completion_text(completion: Any) -> str:
     return str(completion)
 
 
+def completion_messages(completion: Any) -> list[dict]:
+    """One completion as a list of messages (an agent rollout: assistant turns, their
+    `tool_calls`, and the tool results); a plain text is one assistant message. Anything else
+    TRL could hand over becomes text, never an error."""
+    if isinstance(completion, list | tuple):
+        messages = []
+        for message in completion:
+            if isinstance(message, dict):
+                messages.append(message)
+            else:
+                messages.append({"role": "assistant", "content": str(message)})
+        return messages
+    return [{"role": "assistant", "content": completion_text(completion)}]
+
+
 def reward(
     low: float,
     high: float,
     batched: bool = False,
     settings: tuple[str, ...] = (),
     time_budget: float | None = None,
+    conversation: bool = False,
 ) -> Callable[[Callable[..., float | None]], RewardFunc]:
     """Turn a scorer into a TRL reward function registered under its name.
 
-    The scorer receives the completion text first and the row's dataset columns as keyword
-    arguments; with `batched=True` it receives lists (all completions and their columns) and
-    returns a list, so it can parallelise. Required keyword parameters are checked once per
-    batch: a missing column is a configuration error and raises, while anything a completion
-    triggers is scored `low`. `settings` names keyword-only parameters that come from the recipe
-    (see `bind`), not from the dataset. `time_budget` (seconds) bounds the scorer's work on one
-    completion: past it the completion scores `low`, and the event is counted (see
-    `time_budget`).
+    The scorer receives the completion text first (with `conversation=True`, the completion's
+    messages instead: an agent's tool calls and tool results, see `completion_messages`) and the
+    row's dataset columns as keyword arguments; with `batched=True` it receives lists (all
+    completions and their columns) and returns a list, so it can parallelise. Required keyword
+    parameters are checked once per batch: a missing column is a configuration error and raises,
+    while anything a completion triggers is scored `low`. `settings` names keyword-only
+    parameters that come from the recipe (see `bind`), not from the dataset. `time_budget`
+    (seconds) bounds the scorer's work on one completion: past it the completion scores `low`,
+    and the event is counted (see `time_budget`).
     """
     if not low < high:
         raise ValueError(f"reward range must have low < high, got ({low}, {high})")
     if batched and time_budget is not None:
         raise ValueError("time_budget bounds one completion's work: use it with batched=False")
+    if batched and conversation:
+        raise ValueError("conversation scorers take one completion: use them with batched=False")
 
     def decorate(scorer: Callable[..., float | None]) -> RewardFunc:
         required = [c for c in _required_columns(scorer) if c not in settings]
@@ -125,7 +144,9 @@ def reward(
                 row = {key: value[i] for key, value in columns.items()}
                 try:
                     with _budget(time_budget):
-                        value = _score_one(scorer, completion, {**row, **fixed}, low, high)
+                        value = _score_one(
+                            scorer, completion, {**row, **fixed}, low, high, conversation
+                        )
                 except RewardTimeout:
                     value, timeouts = low, timeouts + 1
                 scores.append(value)
@@ -199,10 +220,16 @@ def _score_batch(scorer, completions, columns, low, high) -> list[float | None]:
 
 
 def _score_one(
-    scorer: Callable[..., float | None], completion: Any, row: dict, low: float, high: float
+    scorer: Callable[..., float | None],
+    completion: Any,
+    row: dict,
+    low: float,
+    high: float,
+    conversation: bool = False,
 ) -> float | None:
     try:
-        value = scorer(completion_text(completion), **row)
+        given = completion_messages(completion) if conversation else completion_text(completion)
+        value = scorer(given, **row)
     except RewardTimeout:
         raise
     except Exception as err:  # a completion must never crash training
@@ -315,16 +342,19 @@ def _report_timeouts(
         )
 
 
-def call_like_trl(func: RewardFunc, completions: list[str], rows: list[dict]) -> list:
-    """Call a reward the way GRPOTrainer does: conversational completions, TRL's extra keyword
-    arguments, and every dataset column except the prompt as a list aligned with completions.
-    Used by the reward debug command and the tests."""
+def call_like_trl(func: RewardFunc, completions: list, rows: list[dict]) -> list:
+    """Call a reward the way GRPOTrainer does: conversational completions (a text becomes one
+    assistant message; an agent rollout, a list of messages, is passed as it is), TRL's extra
+    keyword arguments, and every dataset column except the prompt as a list aligned with
+    completions. Used by the reward debug command and the tests."""
     columns = {
         key: [row[key] for row in rows] for key in rows[0] if key not in TRL_RESERVED_COLUMNS
     }
     return func(
         prompts=[row.get("prompt", []) for row in rows],
-        completions=[[{"role": "assistant", "content": c}] for c in completions],
+        completions=[
+            c if isinstance(c, list) else [{"role": "assistant", "content": c}] for c in completions
+        ],
         completion_ids=[None] * len(completions),
         trainer_state=None,
         log_extra=lambda *args, **kwargs: None,

@@ -12,6 +12,10 @@ that runs programs one after another; nothing a program leaves (processes, files
 Any test snippet works (MBPP `assert f(x) == y` lines, HumanEval `check(candidate)` code, loops,
 helpers), with one documented limit: a test can compare values, not the program's own objects
 (an instance of a class the program defines equals only itself; compare its fields instead).
+
+`run_code` runs a whole program without tests (a tool call, say) in the same sandboxes, under
+the same limits, and returns what it printed (stdout and stderr, cut at a size: a program that
+prints more is stopped there) and its error.
 """
 
 from __future__ import annotations
@@ -50,13 +54,17 @@ from .isolation import (
 )
 
 __all__ = [
+    "MAX_OUTPUT_CHARS",
     "MODES",
+    "CodeRun",
     "Job",
     "Limits",
     "SandboxUnavailable",
     "TestRun",
     "describe",
+    "run_code",
     "run_many",
+    "run_programs",
     "run_tests",
     "test_problem",
 ]
@@ -65,6 +73,7 @@ logger = logging.getLogger(__name__)
 GRACE = 0.5  # seconds past the timeout before the trainer kills a sandbox that does not answer
 START_TIMEOUT = 60.0  # seconds for a sandbox to start (bubblewrap, Python, preloaded modules)
 PIPE_BYTES = 1 << 20  # pipe capacity asked for; larger payloads are written by a thread
+MAX_OUTPUT_CHARS = 65_536  # most output `run_code` returns (the answer must fit one message)
 
 
 class SandboxUnavailable(UserError):
@@ -88,6 +97,29 @@ class TestRun:
     @property
     def fraction(self) -> float:
         return self.passed / self.total if self.total else 0.0
+
+
+@dataclass(frozen=True)
+class CodeRun:
+    """What one whole program did (`run_code`)."""
+
+    output: str  # what it printed, stdout and stderr as they came, at most max_output_chars
+    error: str = ""  # `Type: message` when it raised (or how it ended); "" when it ran to the end
+    timed_out: bool = False
+    truncated: bool = False  # it printed more than max_output_chars and was stopped there
+
+    @property
+    def ok(self) -> bool:
+        """It ran to the end (exit status 0) in time, whatever it printed."""
+        return not (self.error or self.timed_out or self.truncated)
+
+
+@dataclass(frozen=True)
+class Script:
+    """One whole program to run without tests, and the most output to keep."""
+
+    source: str
+    max_output_chars: int
 
 
 @dataclass(frozen=True)
@@ -200,6 +232,26 @@ def run_tests(
     """Run `program`, then judge each test snippet (e.g. `assert f(1) == 2`) against it."""
     job = Job(program, tuple(tests), setup, prelude, tuple(remote))
     return run_many([job], limits or Limits())[0]
+
+
+def run_programs(
+    sources: Sequence[str], limits: Limits, max_output_chars: int = 10_000
+) -> list[CodeRun]:
+    """Run whole programs (as `__main__`, no tests) on `limits.workers` sandboxes, in order, each
+    under the same isolation, seccomp filter, rlimits and timeout as a program under test.
+    Raises SandboxUnavailable when no sandbox of the configured level works here."""
+    if not 1 <= max_output_chars <= MAX_OUTPUT_CHARS:
+        raise ValueError(f"max_output_chars must be 1..{MAX_OUTPUT_CHARS}, got {max_output_chars}")
+    jobs = [Script(str(source), max_output_chars) for source in sources]
+    if not jobs:
+        return []
+    level, python = limits.level()
+    return limits.pool.run(limits, jobs, level, python)
+
+
+def run_code(source: str, limits: Limits | None = None, max_output_chars: int = 10_000) -> CodeRun:
+    """Run one whole program in the sandbox and return what it printed and how it ended."""
+    return run_programs([source], limits or Limits(), max_output_chars)[0]
 
 
 @lru_cache(maxsize=16)
@@ -315,12 +367,20 @@ class Worker:
         self.job = index
         self.deadline = time.monotonic() + limits.timeout + GRACE
         ident = self.next_id
+        limits_message = {"timeout": limits.timeout, "memory_mb": limits.memory_mb,
+                          "file_bytes": limits.file_bytes}  # fmt: skip
+        if isinstance(job, Script):
+            control = {"id": ident, "limits": limits_message,
+                       "run": {"max_chars": job.max_output_chars}}  # fmt: skip
+            self._send(control, [_pipe_with(_frame({"id": ident, "program": job.source}))])
+            return
         program = _frame({"id": ident, "program": job.program, "setup": job.setup})
         tests = _frame({"id": ident, "tests": list(job.tests), "prelude": job.prelude,
                         "remote": list(job.remote)})  # fmt: skip
-        control = {"id": ident, "limits": {"timeout": limits.timeout,
-                   "memory_mb": limits.memory_mb, "file_bytes": limits.file_bytes}}  # fmt: skip
-        fds = [_pipe_with(program), _pipe_with(tests)]
+        control = {"id": ident, "limits": limits_message}
+        self._send(control, [_pipe_with(program), _pipe_with(tests)])
+
+    def _send(self, control: dict, fds: list[int]) -> None:
         try:
             socket.send_fds(self.socket, [json.dumps(control).encode()], fds)
         finally:
@@ -363,7 +423,10 @@ class Worker:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-def _result(message: dict, job: Job) -> TestRun:
+def _result(message: dict, job: Job | Script) -> TestRun | CodeRun:
+    if isinstance(job, Script):
+        return CodeRun(str(message.get("output") or ""), str(message.get("error") or ""),
+                       bool(message.get("timed_out")), bool(message.get("truncated")))  # fmt: skip
     verdicts = message.get("verdicts") or {}
     flags, error = [], str(message.get("error") or "")
     for index in range(len(job.tests)):
@@ -374,19 +437,24 @@ def _result(message: dict, job: Job) -> TestRun:
     return TestRun(sum(flags), len(job.tests), bool(message.get("timed_out")), error, tuple(flags))
 
 
-def _failed(job: Job, error: str, timed_out: bool = False) -> TestRun:
+def _failed(job: Job | Script, error: str, timed_out: bool = False) -> TestRun | CodeRun:
+    if isinstance(job, Script):
+        return CodeRun("", "" if timed_out else error, timed_out)
     return TestRun(0, len(job.tests), timed_out, error, (False,) * len(job.tests))
 
 
-def _schedule(workers, limits: Limits, jobs: list[Job], level: str, python: Interpreter):
+def _schedule(workers, limits: Limits, jobs: list, level: str, python: Interpreter):
     """Run `jobs` on `workers` (a pool's list, started and replaced as needed), in order."""
-    results: list[TestRun | None] = [None if job.tests else TestRun(0, 0) for job in jobs]
+    results = [None if isinstance(job, Script) or job.tests else TestRun(0, 0) for job in jobs]
     try:
         _run_jobs(workers, limits, jobs, level, python, results)
     finally:  # interrupted (or a sandbox would not start): no worker keeps a job of this call
         for worker in [w for w in workers if w.job is not None]:
             _retire(workers, worker)
-    return [r if r is not None else TestRun(0, 0) for r in results]
+    return [
+        r if r is not None else TestRun(0, 0) if isinstance(job, Job) else _failed(job, "not run")
+        for r, job in zip(results, jobs, strict=True)
+    ]
 
 
 def _run_jobs(workers, limits, jobs, level, python, results) -> None:

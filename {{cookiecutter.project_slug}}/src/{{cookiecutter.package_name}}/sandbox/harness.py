@@ -13,6 +13,11 @@ forks
   process and brings back the result as plain data (numbers, strings, lists, dicts, tuples,
   sets, ...; anything else stays a handle that only equals itself).
 
+A job whose message carries `"run"` (and one pipe, the program's) has no tests: the server forks
+only a **script** process that runs the program as `__main__` with its stdout and stderr on a
+pipe the server reads, up to a size limit (past it, the program is stopped), and answers with
+that output and the program's error, under the same isolation, seccomp filter and rlimits.
+
 So the expected values and the test code never enter the program's address space (not even
 the server's, from which it is forked), and the verdict is decided in the judge: printing,
 exiting, signal tricks, frame walking, patched builtins or objects that equal everything cannot
@@ -351,6 +356,42 @@ def program_main(job_id: int, source_fd: int, requests: int, replies: int) -> No
     send(replies, status)
     if status["loaded"]:
         program.serve()
+
+
+def _text_stream(fd: int):
+    """A line-buffered text stream on `fd` that writes any string (unencodable as escapes)."""
+    return open(fd, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
+
+
+def script_main(job_id: int, source_fd: int, output: int, status: int) -> None:
+    """Run a whole program as `__main__`: what it prints goes to `output`, then `status` gets
+    `{"id", "error"}` (`Type: message`, or "" when it ran to the end or exited with status 0)."""
+    try:
+        message = receive(source_fd)
+    except ValueError:
+        message = None
+    os.close(source_fd)
+    if not isinstance(message, dict) or message.get("id") != job_id:
+        return
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    os.close(output)
+    streams = [_text_stream(1), _text_stream(2)]
+    sys.stdout, sys.stderr = streams
+    sys.argv = ["program.py"]
+    module = types.ModuleType("__main__")
+    sys.modules["__main__"] = module
+    error = ""
+    try:
+        exec(compile(str(message.get("program")), "program.py", "exec"), module.__dict__)
+    except SystemExit as stop:
+        error = "" if stop.code in (None, 0) else describe(stop)
+    except BaseException as failure:  # the program's own error, reported as `Type: message`
+        error = describe(failure)
+    for stream in (sys.stdout, sys.stderr, *streams):
+        with contextlib.suppress(BaseException):
+            stream.flush()
+    send(status, {"id": job_id, "error": error})
 
 
 # --- the judge process -------------------------------------------------------------------------
@@ -861,6 +902,80 @@ class Server:
         result["recycle"] = not self.wipe()
         return result
 
+    def run_script(self, job: dict, source_fd: int) -> dict:
+        """Run one whole program (no tests) and collect what it prints, up to the job's size."""
+        job_id, limits = job["id"], job["limits"]
+        max_chars = max(1, int(job["run"]["max_chars"]))
+        deadline = time.monotonic() + float(limits["timeout"])
+        os.makedirs(self.workdir, exist_ok=True)
+        output_r, output_w = os.pipe()
+        status_r, status_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            self._child(script_main, job_id, (source_fd, output_w, status_w), limits)
+        for fd in (source_fd, output_w, status_w):
+            os.close(fd)
+        result = self.collect_output(job_id, pid, output_r, status_r, deadline, max_chars)
+        os.close(output_r)
+        os.close(status_r)
+        self.end([pid])
+        result["recycle"] = not self.wipe()
+        return result
+
+    def collect_output(self, job_id, pid, output_r, status_r, deadline, max_chars) -> dict:
+        """Read the script's output (at most 4 bytes a character) and status until both end,
+        the output passes `max_chars` (the script is then stopped) or the time is up."""
+        output, status = bytearray(), bytearray()
+        limit = 4 * max_chars
+        streams = [output_r, status_r]
+        timed_out = truncated = False
+        while streams and not truncated:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select(streams, [], [], left)
+            for fd in ready:
+                chunk = os.read(fd, 65536)
+                if not chunk or (fd == status_r and len(status) > 65536):
+                    streams.remove(fd)  # ended (or a status no harness would send)
+                elif fd == output_r:
+                    output += chunk
+                    truncated = len(output) > limit
+                else:
+                    status += chunk
+        text = bytes(output[:limit]).decode("utf-8", "replace")
+        if len(text) > max_chars:
+            text, truncated = text[:max_chars], True
+        error = ""
+        if not timed_out and not truncated:
+            error, timed_out = self.script_error(job_id, pid, bytes(status), deadline)
+        return {"id": job_id, "output": text, "error": error, "timed_out": timed_out,
+                "truncated": truncated}  # fmt: skip
+
+    def script_error(self, job_id: int, pid: int, status: bytes, deadline: float):
+        """(the script's error, timed out) from its status message, else from how it ended."""
+        if len(status) >= 4 and struct.unpack(">I", status[:4])[0] == len(status) - 4:
+            with contextlib.suppress(ValueError):
+                message = json.loads(status[4:])
+                if isinstance(message, dict) and message.get("id") == job_id:
+                    return str(message.get("error") or "")[:1000], False
+        while True:  # no status (os._exit, a signal): wait for its end without blocking
+            done, code = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() >= deadline:
+                return "", True
+            time.sleep(0.005)
+        if os.WIFSIGNALED(code):
+            try:
+                name = signal.Signals(os.WTERMSIG(code)).name
+            except ValueError:
+                name = f"signal {os.WTERMSIG(code)}"
+            return f"the program was killed by {name}", False
+        exit_code = os.waitstatus_to_exitcode(code)
+        return ("" if exit_code == 0 else f"the program exited with status {exit_code}"), False
+
     def _child(self, main, job_id: int, keep: tuple[int, ...], limits: dict) -> None:
         code = 0
         try:
@@ -952,9 +1067,12 @@ class Server:
             if not data:
                 return
             job = json.loads(data)
-            if len(fds) != 2:
+            if job.get("run") is not None and len(fds) == 1:
+                result = self.run_script(job, fds[0])
+            elif len(fds) == 2:
+                result = self.run(job, fds[0], fds[1])
+            else:
                 return
-            result = self.run(job, fds[0], fds[1])
             self.control.sendall(json.dumps(result).encode())
             if result["recycle"]:
                 return  # a fresh sandbox for the next job

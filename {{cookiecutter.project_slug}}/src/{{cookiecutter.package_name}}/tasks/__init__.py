@@ -7,7 +7,14 @@ function of the task that needs them. Its reward functions live in `rewards/`; t
 which ones train, with their weights, and `reward_settings` hands them the task's parameters.
 """
 
-from .base import DataDefaults, Task, message_text, plain_user_message, think_answer
+from .base import (
+    DataDefaults,
+    Task,
+    as_messages,
+    message_text,
+    plain_user_message,
+    think_answer,
+)
 from .{{ cookiecutter.task_type }}_task import TASK, TaskArguments
 
 __all__ = [
@@ -15,6 +22,7 @@ __all__ = [
     "DataDefaults",
     "Task",
     "TaskArguments",
+    "as_messages",
     "message_text",
     "plain_user_message",
     "think_answer",

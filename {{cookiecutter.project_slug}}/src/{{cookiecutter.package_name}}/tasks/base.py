@@ -18,6 +18,10 @@ def _no_settings(task_args) -> dict:
     return {}
 
 
+def _no_fields(row: dict, task_args) -> dict:
+    return {}
+
+
 @dataclass(frozen=True)
 class DataDefaults:
     """Where the task's data comes from by default, and its columns (the defaults of the recipe's
@@ -42,8 +46,9 @@ class Task:
     user_message: Callable[[dict, str, str, object], str]
     # A completion that every reward of the task scores at the top of its range, given a training
     # row and the task's arguments; used by the reward debug command and the tests ("test each
-    # reward on its own before training").
-    ideal_completion: Callable[[dict, object], str]
+    # reward on its own before training"). An agent task's is a whole rollout: the list of
+    # assistant and tool messages after the prompt, its tool calls really executed.
+    ideal_completion: Callable[[dict, object], str | list[dict]]
     # The gold answer (the answer column's value) as the text rewards receive as `answer`.
     gold: Callable[[object], str] = str
     # Extra columns rewards read, as {name rewards see: recipe field naming the source column}.
@@ -54,10 +59,30 @@ class Task:
     # Raises DataError for rows the task cannot use (after the generic column checks); gets
     # (rows, source name, task arguments, answer column).
     validate: Callable[[object, str, object, str], None] = _nothing
+    # Fields every training row gets besides its columns, from the data row (e.g. an agent row's
+    # `environment`, defaulted when the data has no such column).
+    row_fields: Callable[[dict, object], dict] = _no_fields
+    # Agent tasks: the environments TRL runs the tools of (`GRPOTrainer(environment_factory=)`),
+    # as {name: factory} given the task's arguments; each row's `environment` field picks one.
+    environments: Callable[[object], dict[str, Callable[[], object]]] | None = None
+    # Agent tasks: the short rollout the tiny offline model is taught for a row, with or without
+    # a tool call (given row, task arguments, call): see tools/tiny_model.py `teach`.
+    example_rollout: Callable[[dict, object, bool], list[dict]] | None = None
+    # What the offline smoke and trial runs change for this task beyond config.SMOKE_OVERRIDES
+    # (an agent's rollouts need room for a tool call and its result).
+    smoke: dict = field(default_factory=dict)
     # Evaluation metrics as (label, reward name): the first is the task's correctness, also
     # used for pass@k and by the health monitor; each is a reward of range [0, 1].
     metrics: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = field(default=())
+
+
+def as_messages(completion: str | list[dict]) -> list[dict]:
+    """A completion as the messages TRL hands rewards: a text becomes one assistant message; an
+    agent rollout (assistant and tool messages) stays as it is."""
+    if isinstance(completion, list):
+        return completion
+    return [{"role": "assistant", "content": completion}]
 
 
 def message_text(value) -> str:

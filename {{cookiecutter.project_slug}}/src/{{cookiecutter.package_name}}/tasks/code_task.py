@@ -6,20 +6,15 @@ import json
 from dataclasses import dataclass
 
 from .. import sandbox
+from ..sandbox.arguments import SandboxArguments, sandbox_limits
 from .base import DataDefaults, Task, message_text, think_answer
 
 
 @dataclass
-class TaskArguments:
-    """Recipe fields of the code task: the sandbox and the optional dataset columns."""
+class TaskArguments(SandboxArguments):
+    """Recipe fields of the code task: the sandbox (`sandbox_*`) and the optional dataset
+    columns."""
 
-    sandbox_workers: int = 2  # programs run in parallel per reward call
-    sandbox_timeout: float = 5.0  # wall-clock seconds per program (all its tests)
-    sandbox_memory_mb: int = 512  # address-space limit per program
-    # auto: bubblewrap, else util-linux unshare, else refuse to train; or name one of them;
-    # `process` opts into the weaker process-only sandbox (warned about on every run).
-    sandbox_isolation: str = "auto"
-    sandbox_python: str | None = None  # Python 3.11+ that runs the programs; null: this one
     solution_column: str | None = "code"  # reference solution, for ideal completions only
     setup_column: str | None = "test_setup_code"  # code run before the program (MBPP)
     entry_point_column: str | None = None  # HumanEval: the function `check()` receives
@@ -63,17 +58,8 @@ def columns(task_args) -> dict[str, str]:
 
 
 def reward_settings(task_args) -> dict:
-    """The sandbox, checked now: without the configured isolation, training stops here (before
-    any model loads) with one line naming the fix."""
-    limits = sandbox.Limits(
-        timeout=task_args.sandbox_timeout,
-        memory_mb=task_args.sandbox_memory_mb,
-        workers=task_args.sandbox_workers,
-        isolation=task_args.sandbox_isolation,
-        python=task_args.sandbox_python,
-    )
-    limits.level()  # raises SandboxUnavailable (a UserError) with the fix
-    return {"limits": limits}
+    """The sandbox, checked now (see `sandbox_limits`)."""
+    return {"limits": sandbox_limits(task_args)}
 
 
 def _compiles(code: str) -> str | None:

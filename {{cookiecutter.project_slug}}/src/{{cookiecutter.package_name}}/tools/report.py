@@ -4,10 +4,11 @@
 
 Reads `trainer_state.json` (the run's, or its newest checkpoint's) and writes PNG plots of the
 reward (total and per function), reward_std and the share of zero-std groups, kl (when beta > 0),
-entropy, completion length, clipped ratio and learning rate, plus `report.md`: the metrics at the
-start, end and best, the health verdicts (the checks of `health.py` over the whole run) and,
-when the run logged completions (`log_completions: true`), the best and worst completion of
-each logged step.
+entropy, completion length, clipped ratio and learning rate (and, for a tool-calling run, tool
+calls per rollout and the share that failed, against the recipe's `max_tool_calling_iterations`),
+plus `report.md`: the metrics at the start, end and best, the health verdicts (the checks of
+`health.py` over the whole run) and, when the run logged completions (`log_completions: true`),
+the best and worst completion of each logged step.
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ from ..config import ScriptArguments, add_recipe_options, recipe_from
 from ..errors import UserError, run
 from ..training.health import (
     HEALTH_LOG,
+    TOOL_CALLS,
+    TOOL_FAILURES,
     Limits,
     assess,
     default_limits,
     limits_from,
     training_rows,
+    uses_tools,
 )
 
 # (file name, title, [(metric key, label)])
@@ -43,6 +47,8 @@ PLOTS = (
      [("completions/clipped_ratio", "clipped ratio")]),
     ("learning_rate.png", "Learning rate", [("learning_rate", "learning rate")]),
 )  # fmt: skip
+TOOL_PLOT = "tool_use.png"
+TOOL_CHECKS = ("no_tool_calls", "tool_call_cap", "tool_failures")
 SUMMARY_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "kl", "entropy",
                 "completions/mean_length", "completions/clipped_ratio")  # fmt: skip
 
@@ -84,12 +90,17 @@ def series(rows: list[dict], key: str) -> tuple[list[int], list[float]]:
     return [p[0] for p in points], [p[1] for p in points]
 
 
-def plot(rows: list[dict], out: Path, reward_names: list[str]) -> list[Path]:
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def plot(rows: list[dict], out: Path, reward_names: list[str]) -> list[Path]:
+    plt = _pyplot()
     written = []
     per_reward = [(f"rewards/{name}/mean", name) for name in reward_names]
     for filename, title, curves in PLOTS:
@@ -111,6 +122,57 @@ def plot(rows: list[dict], out: Path, reward_names: list[str]) -> list[Path]:
         plt.close(figure)
         written.append(out / filename)
     return written
+
+
+def plot_tools(rows: list[dict], out: Path, limits: Limits) -> Path | None:
+    """Tool calls per rollout (with the max_tool_calling_iterations cap when the run set one)
+    and the share of calls that failed (with its warning threshold); None for a run without
+    tool metrics."""
+    if not uses_tools(rows):
+        return None
+    plt = _pyplot()
+    figure, (calls, failures) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    cap = limits.max_tool_calling_iterations
+    panels = (
+        (calls, TOOL_CALLS, "tool calls per rollout", cap,
+         f"cap (max_tool_calling_iterations {cap})"),
+        (failures, TOOL_FAILURES, "share of calls that failed", limits.tool_failure_max,
+         f"warns above (health_tool_failure_max {limits.tool_failure_max:g})"),
+    )  # fmt: skip
+    for axes, key, label, line, line_label in panels:
+        steps, values = series(rows, key)
+        axes.plot(steps, values, marker="o" if len(steps) < 30 else None, label=label)
+        if line:
+            axes.axhline(line, color="tab:red", linestyle="--", label=line_label)
+        axes.set(ylabel=label)
+        axes.grid(alpha=0.3)
+        axes.legend()
+    failures.set(xlabel="step", ylim=(-0.02, 1.02))
+    calls.set(title="Tool use")
+    figure.tight_layout()
+    figure.savefig(out / TOOL_PLOT, dpi=100)
+    plt.close(figure)
+    return out / TOOL_PLOT
+
+
+def tool_summary(rows: list[dict], limits: Limits) -> str:
+    """A line or two on tool use: calls per rollout and failed calls, first and last."""
+    steps, calls = series(rows, TOOL_CALLS)
+    _, failed = series(rows, TOOL_FAILURES)
+    if not calls:
+        return "The tool metrics hold no numbers."
+    cap = limits.max_tool_calling_iterations
+    capped = f"max_tool_calling_iterations {cap}" if cap else "no max_tool_calling_iterations"
+    lines = [
+        f"- Tool calls per rollout: {calls[0]:.3g} at step {steps[0]}, {calls[-1]:.3g} at step "
+        f"{steps[-1]}, most {max(calls):.3g} ({capped})."
+    ]
+    if failed:
+        lines.append(
+            f"- Failed calls: {failed[0]:.0%} of calls at the first log, {failed[-1]:.0%} at the "
+            f"last (a warning above {limits.tool_failure_max:.0%})."
+        )
+    return "\n".join(lines)
 
 
 def reward_names(rows: list[dict]) -> list[str]:
@@ -153,6 +215,8 @@ def health_verdicts(rows: list[dict], limits: Limits) -> str:
         for finding in assess(rows[:end], limits):
             fired.setdefault(finding.check, []).append(finding.step)
     checks = ("reward_std", "kl", "entropy", "clipped_ratio", "plateau", "reward_hacking")
+    if uses_tools(rows):
+        checks += TOOL_CHECKS
     lines = ["| check | verdict |", "| --- | --- |"]
     for check in checks:
         steps = fired.get(check)
@@ -222,6 +286,7 @@ def limits_for(run_dir: Path) -> Limits:
         beta=values.get("beta") or 0.0,
         max_completion_length=values.get("max_completion_length") or 0,
         correctness=correctness if correctness in script.reward_funcs else None,
+        max_tool_calling_iterations=values.get("max_tool_calling_iterations"),
     )
 
 
@@ -238,7 +303,11 @@ def report(argv: Sequence[str] | None = None) -> Path:
     out = args.output_dir or run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
     names = reward_names(rows)
+    limits = limits_for(run_dir)
     images = plot(rows, out, names)
+    tools = plot_tools(rows, out, limits)
+    if tools is not None:
+        images.append(tools)
     events = run_dir / HEALTH_LOG
     raised = 0
     if events.is_file():
@@ -248,8 +317,9 @@ def report(argv: Sequence[str] | None = None) -> Path:
             f"# Training report: {run_dir}",
             f"{len(rows)} logged steps, last step {rows[-1]['step']} (from `{state_path}`).",
             "## Metrics\n\n" + metric_table(rows),
+            *(["## Tool use\n\n" + tool_summary(rows, limits)] if tools is not None else []),
             "## Health\n\n"
-            + health_verdicts(rows, limits_for(run_dir))
+            + health_verdicts(rows, limits)
             + f"\n\n{raised} event(s) raised during training (`{HEALTH_LOG}`).",
             "## Plots\n\n" + "\n".join(f"![{p.stem}]({p.name})" for p in images),
             "## Completions\n\n" + completions_summary(run_dir, names),

@@ -8,6 +8,9 @@ expected format) is scored, and the command fails unless every reward gives ever
 completion the top of its range: a reward that cannot be maxed by a perfect answer is a bug.
 With `--completions FILE.jsonl` (lines `{"completion": "...", "row": 3}`; `row` indexes the data
 and defaults to the line number) it scores your completions, e.g. ones sampled from the model.
+An agent task's completion is a whole rollout (a list of assistant and tool messages, as
+`make evaluate` writes them); its ideal rollouts' tool calls are really executed, and one
+transcript per environment is printed.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ def parse_args(argv: Sequence[str] | None):
     return parser.parse_known_args(argv)
 
 
-def load_completions(path: Path, rows: int) -> list[tuple[int, str]]:
+def load_completions(path: Path, rows: int) -> list[tuple[int, object]]:
     """(row index, completion) pairs from a JSONL file."""
     if not path.is_file():
         raise UserError(f"{path}: file not found")
@@ -70,8 +73,11 @@ def load_completions(path: Path, rows: int) -> list[tuple[int, str]]:
             item = json.loads(line)
         except json.JSONDecodeError as err:
             raise UserError(f"{path} line {number + 1}: invalid JSON ({err.msg})") from err
-        if not isinstance(item, dict) or not isinstance(item.get("completion"), str):
-            raise UserError(f"{path} line {number + 1}: needs a string 'completion'")
+        if not isinstance(item, dict) or not isinstance(item.get("completion"), str | list):
+            raise UserError(
+                f"{path} line {number + 1}: needs a 'completion' (a text, or an agent's list of "
+                "messages)"
+            )
         row = int(item.get("row", number))
         if not 0 <= row < rows:
             raise UserError(
@@ -83,7 +89,7 @@ def load_completions(path: Path, rows: int) -> list[tuple[int, str]]:
     return pairs
 
 
-def score(recipe, rows, pairs: list[tuple[int, str]]) -> list[Scores]:
+def score(recipe, rows, pairs: list[tuple[int, object]]) -> list[Scores]:
     """Call each reward as GRPOTrainer would, on the given (row, completion) pairs."""
     chosen = [rows[i] for i, _ in pairs]
     texts = [text for _, text in pairs]
@@ -104,6 +110,52 @@ def score(recipe, rows, pairs: list[tuple[int, str]]) -> list[Scores]:
     return results
 
 
+def one_line(completion) -> str:
+    """A completion on one line: its text, or an agent rollout's turns (calls, results, text)."""
+    if isinstance(completion, str):
+        return completion.replace("\n", " ")
+    parts = []
+    for message in completion:
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", {})
+            parts.append(f"{function.get('name')}({json.dumps(function.get('arguments'))})")
+        content = str(message.get("content") or "").replace("\n", " ")
+        if message.get("role") == "tool":
+            parts.append(f"-> {content}")
+        elif content:
+            parts.append(content)
+    return " | ".join(parts)
+
+
+def print_transcripts(rows, pairs) -> None:
+    """The whole multi-turn exchange of one rollout per environment (agent tasks): the prompt's
+    last message, each tool call with its arguments, each tool result, the final answer."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.panel import Panel
+
+    console, shown = Console(), set()
+    for index, completion in pairs:
+        environment = rows[index].get("environment")
+        if isinstance(completion, str) or environment in shown:
+            continue
+        shown.add(environment)
+        lines = [f"[bold]user[/bold]: {escape(rows[index]['prompt'][-1]['content'])}"]
+        for message in completion:
+            for call in message.get("tool_calls") or []:
+                function = call.get("function", {})
+                arguments = escape(json.dumps(function.get("arguments"), ensure_ascii=False))
+                name = escape(str(function.get("name")))
+                lines.append(f"[bold]assistant calls[/bold] {name}({arguments})")
+            content = escape(str(message.get("content") or ""))
+            if message.get("role") == "tool":
+                lines.append(f"[bold]tool {escape(str(message.get('name')))}[/bold] -> {content}")
+            elif content:
+                lines.append(f"[bold]assistant[/bold]: {content}")
+        title = f"rollout of row {index} (environment {environment})"
+        console.print(Panel("\n".join(lines), title=title, expand=False), markup=True)
+
+
 def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
     """Print the tables; True when (for ideal completions) every reward reached its top."""
     from rich.console import Console
@@ -116,9 +168,9 @@ def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
         table.add_column("row", justify="right")
         table.add_column("score", justify="right")
         table.add_column("completion")
-        for (row, text), value in list(zip(pairs, result.values, strict=True))[:limit]:
+        for (row, completion), value in list(zip(pairs, result.values, strict=True))[:limit]:
             shown = "n/a" if value is None else f"{value:.3f}"
-            table.add_row(str(row), shown, text.replace("\n", " ")[:90])
+            table.add_row(str(row), shown, one_line(completion)[:90])
         console.print(table)
     summary = Table(title="summary")
     for column in ("reward", "range", "min", "mean", "max", "n/a", "ideal at top"):
@@ -158,6 +210,7 @@ def debug(argv: Sequence[str] | None = None) -> bool:
         pairs = load_completions(args.completions, len(rows))
     else:
         pairs = [(i, TASK.ideal_completion(rows[i], recipe.task)) for i in range(len(rows))]
+    print_transcripts(rows, pairs)
     ok = report(score(recipe, rows, pairs), pairs, args.limit, ideal=args.completions is None)
     if not ok:
         raise UserError("an ideal completion did not reach the top of a reward's range (see NO)")

@@ -21,8 +21,87 @@ from pathlib import Path
 from ..config import SMOKE_OUTPUT_DIR, parse_recipe
 from ..errors import UserError
 from ..project import EXAMPLE_PROMPT
+from ..tasks import TASK
 
 logger = logging.getLogger(__spec__.name)  # the real name also under `python -m`
+
+
+def scripted_turn(trainer, environment: str) -> list[int]:
+    """Token ids of an assistant turn making the environment's example call
+    (`tasks/tools_task.py` EXAMPLE_CALLS), as the chat template TRL trains with renders it."""
+    from ..environments import tool_calls, tool_methods
+    from ..tasks import tools_task
+
+    tokenizer = trainer.processing_class
+    tools = tool_methods(trainer.environment_factories[environment]())
+    call = tool_calls([tools_task.EXAMPLE_CALLS[environment]])
+    kwargs = dict(trainer.chat_template_kwargs or {})
+    if trainer.chat_template is not None:  # TRL's prefix-preserving training template
+        kwargs["chat_template"] = trainer.chat_template
+    prompt = [{"role": "user", "content": "?"}]
+    turn = {"role": "assistant", "content": "", "tool_calls": call}
+    before = tokenizer.apply_chat_template(
+        prompt, tools=tools, add_generation_prompt=True, tokenize=False, **kwargs
+    )
+    after = tokenizer.apply_chat_template(prompt + [turn], tools=tools, tokenize=False, **kwargs)
+    return tokenizer(after[len(before) :], add_special_tokens=False)["input_ids"]
+
+
+def steer_first_turns(trainer) -> None:
+    """Smoke runs of an agent task: the random tiny model never writes a well-formed tool call,
+    so its first turn in each rollout is replaced by its environment's example call (ids, as
+    if generated). Everything after is TRL's real tool loop: the call is parsed, executed on
+    the rollout's environment, its result appended and masked, the model generates on, and the
+    rewards score the whole exchange. Reads the environment of each rollout from TRL 1.16's
+    `_batch_environments`; later turns (the loop's regenerations) are left as generated."""
+    import torch
+
+    model = trainer.accelerator.unwrap_model(trainer.model_wrapped)
+    generate = model.generate
+    pad = trainer.processing_class.pad_token_id
+    turns = {name: scripted_turn(trainer, name) for name in trainer.environment_factories}
+    scripted_batch: list = [None]  # the batch whose first turns were scripted
+
+    def scripted_generate(*args, **kwargs):
+        output = generate(*args, **kwargs)
+        names = getattr(trainer, "_batch_environments", None)
+        if not names or names is scripted_batch[0] or len(names) != output.shape[0]:
+            return output  # a later turn: the tool loop's regeneration
+        scripted_batch[0] = names  # TRL makes a new list per batch
+        prompt_length = kwargs["input_ids"].shape[1]
+        width = max(len(turns[n]) for n in names)
+        rows = [turns[n] + [pad] * (width - len(turns[n])) for n in names]
+        scripted = torch.tensor(rows, dtype=output.dtype, device=output.device)
+        return torch.cat([output[:, :prompt_length], scripted], dim=1)
+
+    model.generate = scripted_generate
+
+
+def tool_calls_per_environment(trainer) -> dict[str, tuple[int, int]]:
+    """{environment: (calls executed, calls that failed)} over the run's environment instances
+    (TRL keeps them in a pool per environment and reuses them across rollouts)."""
+    pool = getattr(trainer, "_environment_pool", None) or {}
+    return {
+        str(name): (
+            sum(getattr(e, "calls", 0) for e in instances),
+            sum(getattr(e, "failures", 0) for e in instances),
+        )
+        for name, instances in pool.items()
+    }
+
+
+def check_tool_calls(trainer) -> None:
+    """An agent smoke run proves TRL's tool loop ran: every environment executed a call."""
+    counts = tool_calls_per_environment(trainer)
+    listed = ", ".join(f"{n} {c} ({f} failed)" for n, (c, f) in sorted(counts.items()))
+    print(f"smoke: tool calls executed per environment: {listed}", flush=True)
+    idle = sorted(name for name, (calls, _) in counts.items() if not calls)
+    if idle or not counts:
+        raise UserError(
+            f"smoke: no tool call ran in environment(s) {', '.join(idle) or 'any'}: the smoke "
+            "run scripts each rollout's first call (steer_first_turns) and takes the sample rows "
+            "in order, so check that data/sample_tools.jsonl alternates environments"
+        )
 
 
 def pipeline(argv: Sequence[str] | None = None) -> list[str]:
@@ -43,15 +122,20 @@ def pipeline(argv: Sequence[str] | None = None) -> list[str]:
     elif output.exists() and any(output.iterdir()):
         raise UserError(f"{output} is not empty: the smoke pipeline needs a fresh output_dir")
     print(f"smoke 1/3: train 2 steps with {args.config} on the tiny model", flush=True)
-    train.train(recipe_args)
+    agent = TASK.environments is not None
+    trainer = train.train(recipe_args, prepare=steer_first_turns if agent else None)
+    if agent:
+        check_tool_calls(trainer)
     print("smoke 2/3: merge the adapter and check the merged model", flush=True)
     merge.merge([str(output), "--max-new-tokens", "8", *recipe_args])
     print("smoke 3/3: generate with the merged model", flush=True)
     prompt = args.prompt or EXAMPLE_PROMPT
     answers = infer.infer(
         ["--model", str(output / "merged"), "--prompt", prompt, "--max-new-tokens", "16",
+         "--seed", "0",
          *recipe_args]
     )  # fmt: skip
+    answers = [infer.transcript(a) if isinstance(a, list) else a for a in answers]  # agents
     print(
         f"smoke passed: trained, merged and generated offline in {output} (the tiny random "
         "model's text is noise). Next: make train, or look at this run with make evaluate, "

@@ -33,6 +33,9 @@ class TemplateTokens:
     eos: str
     pad: str | None  # None: the real tokenizer has no pad token (the project pads with eos)
     bos: str | None = None
+    # Markup the real tokenizer keeps whole without being special (decoding keeps it): Qwen's
+    # tool-call and thinking tags. Added for agent tasks, whose tool calls are written in it.
+    added: tuple[str, ...] = ()
 
     @property
     def all(self) -> list[str]:
@@ -41,7 +44,9 @@ class TemplateTokens:
 
 
 _CHATML = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
-_QWEN = TemplateTokens(_CHATML, "<|im_end|>", "<|endoftext|>")
+_QWEN_TAGS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>",
+              "</think>")  # fmt: skip
+_QWEN = TemplateTokens(_CHATML, "<|im_end|>", "<|endoftext|>", added=_QWEN_TAGS)
 _QWEN_VL = ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")
 _LLAMA3 = TemplateTokens(
     ("<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
@@ -58,8 +63,12 @@ TOKENS: dict[str, TemplateTokens] = {
     "": _QWEN,
     "qwen2_5": _QWEN,
     "qwen3": _QWEN,
-    "qwen3_5_think": TemplateTokens(_CHATML + _QWEN_VL, "<|im_end|>", "<|endoftext|>"),
-    "qwen3_5_nothink": TemplateTokens(_CHATML + _QWEN_VL, "<|im_end|>", "<|endoftext|>"),
+    "qwen3_5_think": TemplateTokens(
+        _CHATML + _QWEN_VL, "<|im_end|>", "<|endoftext|>", added=_QWEN_TAGS
+    ),
+    "qwen3_5_nothink": TemplateTokens(
+        _CHATML + _QWEN_VL, "<|im_end|>", "<|endoftext|>", added=_QWEN_TAGS
+    ),
     "llama3_1": _LLAMA3,
     "llama3_2": _LLAMA3,
     "gemma3": TemplateTokens(
@@ -90,6 +99,12 @@ SEED_TEXT = (
     "0 1 2 3 4 5 6 7 8 9 + - * / = ( ) [ ] { } , . : ; ' \" true false null yes no "
     "def return assert import the answer is step by step"
 )
+# An agent task's tokenizer also learns its rollouts' text (system prompt, tool schemas, calls):
+# a larger vocabulary keeps those prompts short, so the tiny model trains and samples fast.
+AGENT_VOCAB = 4096
+TEACH_STEPS = 300  # a taught rollout's call is then sampled whole (tests/test_agent_learning)
+TEACH_CONTEXT = 128
+SHARE_COPIES = 10  # copies of each row taught when only a share of the rollouts calls a tool
 STAND_IN_TEMPLATE = Path(__file__).with_name("tiny_chat_template.jinja")
 
 
@@ -108,8 +123,9 @@ def chat_template_text(name: str = CHAT_TEMPLATE) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _corpus(sample_file: Path) -> Iterator[str]:
+def _corpus(sample_file: Path, extra: Sequence[str] = ()) -> Iterator[str]:
     yield SEED_TEXT
+    yield from extra
     if sample_file.is_file():
         for line in sample_file.read_text(encoding="utf-8").splitlines():
             if line.strip():
@@ -131,9 +147,10 @@ def build_tokenizer(
     sample_file: Path = Path(SAMPLE_DATA),
     vocab_size: int = 1024,
     template: str = CHAT_TEMPLATE,
+    extra: Sequence[str] = (),
 ):
-    """Byte-level BPE (any text encodes) trained in memory; left padding; the real model's chat
-    template and the special tokens it writes."""
+    """Byte-level BPE (any text encodes) trained in memory on the sample data (and `extra`
+    texts); left padding; the real model's chat template and the special tokens it writes."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -147,7 +164,7 @@ def build_tokenizer(
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tokenizer.train_from_iterator(_corpus(sample_file), trainer)
+    tokenizer.train_from_iterator(_corpus(sample_file, extra), trainer)
     wrapped = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
         eos_token=tokens.eos,
@@ -155,6 +172,8 @@ def build_tokenizer(
         bos_token=tokens.bos,
         padding_side="left",
     )
+    if extra:  # an agent task: its tool-call markup stays whole, as in the real tokenizer
+        wrapped.add_tokens(list(tokens.added))
     wrapped.chat_template = chat_template_text(template)
     return wrapped
 
@@ -331,22 +350,136 @@ def _mute_whitespace_tokens(model, tokenizer) -> None:
         model.get_input_embeddings().weight[blank] = 0.0
 
 
+def teaching_texts(
+    tokenizer, recipe, call_share: float = 1.0, environment: str | None = None
+) -> list[tuple[str, list[tuple[int, int]]]]:
+    """An agent task's rollouts (TASK.example_rollout) on the recipe's data (its rows of
+    `environment` only, if given), as (text, the character spans the model writes): for a share
+    `call_share` of them, the environment's example call, its real result, then the answer; for
+    the others, the answer at once. Rendered with the row's tools in the chat template TRL will
+    use; the spans are the assistant turns, as TRL's tool mask leaves them."""
+    from .. import data
+    from ..environments.episodes import tools_chat_template
+    from ..tasks import TASK
+
+    rows = data.load_training_rows(recipe.script, recipe.task)
+    rows = data.to_conversations(rows, recipe.script, recipe.task)
+    if environment is not None:
+        rows = rows.filter(lambda row: row["environment"] == environment)
+    tools_of = data.row_tools(recipe.task)
+    kwargs = dict(recipe.training.chat_template_kwargs or {})
+    template = tools_chat_template(tokenizer)
+    if template is not None:
+        kwargs["chat_template"] = template
+
+    def render(messages, tools, prompt: bool) -> str:
+        return tokenizer.apply_chat_template(
+            messages, tools=tools, add_generation_prompt=prompt, tokenize=False, **kwargs
+        )
+
+    # Every row is taught SHARE_COPIES times, round(call_share x SHARE_COPIES) of them with the
+    # call: the model then calls with about that probability whatever the prompt.
+    copies = 1 if call_share in (0.0, 1.0) else SHARE_COPIES
+    calling = round(call_share * copies)
+    texts = []
+    for row in rows:
+        tools = tools_of(row)
+        for copy in range(copies):
+            messages = list(row["prompt"])
+            spans = []
+            for message in TASK.example_rollout(row, recipe.task, copy < calling):
+                if message["role"] == "assistant":
+                    start = len(render(messages, tools, True))
+                    spans.append((start, len(render([*messages, message], tools, False))))
+                messages.append(message)
+            texts.append((render(messages, tools, False), spans))
+    return texts
+
+
+def teach(
+    model,
+    tokenizer,
+    texts: list[tuple[str, list[tuple[int, int]]]],
+    steps: int = TEACH_STEPS,
+    seed: int = 0,
+    context: int = TEACH_CONTEXT,
+) -> None:
+    """Teach the tiny model the assistant turns of `texts` (`teaching_texts`): plain next-token
+    training on the tokens inside the spans, seen through the `context` tokens before the first
+    (the question and the generation prompt; the system prompt and tool list before them are the
+    same in every row), 8 texts a step. A random model never writes a well-formed tool call, so
+    without this an offline run could not exercise TRL's tool loop."""
+    import random
+
+    import torch
+
+    examples = []
+    for text, spans in texts:
+        encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids, offsets = encoded["input_ids"], encoded["offset_mapping"]
+        labels = [
+            token if any(a <= start < b for a, b in spans) else -100
+            for token, (start, _) in zip(ids, offsets, strict=True)
+        ]
+        first = next(i for i, label in enumerate(labels) if label != -100)
+        keep = max(0, first - context)
+        examples.append((ids[keep:], labels[keep:]))
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    model.train()
+    for _ in range(steps):
+        batch = rng.sample(examples, min(8, len(examples)))
+        width = max(len(ids) for ids, _ in batch)
+        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch])
+        labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch])
+        mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch])
+        logits = model(input_ids=input_ids, attention_mask=mask).logits[:, :-1]
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100
+        )
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+
+
 def build_tiny_model(
-    out_dir: Path, arch: str = TINY_ARCH, seed: int = 0, template: str = CHAT_TEMPLATE
+    out_dir: Path,
+    arch: str = TINY_ARCH,
+    seed: int = 0,
+    template: str = CHAT_TEMPLATE,
+    recipe=None,
+    call_share: float | None = None,
+    environment: str | None = None,
 ) -> Path:
-    """Write the tiny model and tokenizer to `out_dir` (created; overwritten if present)."""
+    """Write the tiny model and tokenizer to `out_dir` (created; overwritten if present). Given
+    the `recipe` (config.Recipe), an agent task's tokenizer also learns the text of its rollouts
+    on the recipe's data (shorter prompts), and with `call_share` the model is taught them
+    (`teach`: that share of the rollouts calls a tool; only rows of `environment`, if given)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown tiny architecture '{arch}'; choose one of {ARCHITECTURES}")
+    from ..tasks import TASK
+
     tokenizer = build_tokenizer(template=template)
+    texts = []
+    if TASK.example_rollout is not None and recipe is not None:  # also the rollouts' text
+        share = 1.0 if call_share is None else call_share
+        texts = teaching_texts(tokenizer, recipe, share, environment)
+        fulls = [text for text, _ in texts]
+        tokenizer = build_tokenizer(template=template, vocab_size=AGENT_VOCAB, extra=fulls)
     torch.manual_seed(seed)
     # A vision-language checkpoint is saved as its ConditionalGeneration class, as the real one
     # is (for Qwen3.5 AutoModelForCausalLM would build the text-only Qwen3_5ForCausalLM).
     auto = AutoModelForImageTextToText if arch in MULTIMODAL else AutoModelForCausalLM
     model = auto.from_config(_config(arch, tokenizer))
     _mute_whitespace_tokens(model, tokenizer)
+    if texts and call_share is not None:
+        teach(model, tokenizer, texts, seed=seed)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = model.config.get_text_config().pad_token_id
     out_dir = Path(out_dir)
@@ -356,14 +489,15 @@ def build_tiny_model(
     return out_dir
 
 
-def ensure_tiny_model(path: Path, default_dir: Path) -> None:
-    """Build the tiny model in `default_dir` on first use, when a smoke run asks for it there."""
+def ensure_tiny_model(path: Path, default_dir: Path, recipe=None) -> None:
+    """Build the tiny model in `default_dir` on first use, when a smoke run (its `recipe`) asks
+    for it there."""
     import logging
 
     if path.resolve() != default_dir.resolve() or (default_dir / "config.json").is_file():
         return
     logging.getLogger(__name__).info("smoke: building the tiny offline model in %s", default_dir)
-    build_tiny_model(default_dir)
+    build_tiny_model(default_dir, recipe=recipe)
 
 
 def build_tiny_reward_model(out_dir: Path, seed: int = 0) -> Path:

@@ -16,6 +16,11 @@ Two signals TRL does not log as such are made here:
   of its groups whose scores are all equal (`rewards/<name>/frac_zero_std`);
 - the vLLM rollout correction (`sampling/*`): a large trainer/vLLM logprob gap or an importance
   ratio far from 1 means rollouts are down-weighted or dropped.
+
+Tool-calling runs (`environment_factory`/`tools`): TRL logs `tools/call_frequency` (tool calls
+per rollout, batch mean) and `tools/failure_frequency` (failed calls / calls, 0 without calls).
+Only when a log holds them, three more checks watch for a model that never calls a tool, one that
+calls until `max_tool_calling_iterations` cuts it off, and calls that mostly fail.
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ class Limits:
     flat_logs: int  # logs over which a reward that does not move is a plateau
     flat_delta: float
     patience: int  # consecutive logs before a persistent problem is fatal
+    tool_warmup_logs: int  # tool runs: first logs in which calling no tool is normal
+    tool_logs: int  # tool runs: consecutive logs a tool-use problem lasts before it warns
+    tool_failure_max: float  # tool runs: share of tool calls that may fail
     beta: float = 0.0
     correctness: str | None = None  # the task's correctness reward (hacking, per-group spread)
     max_completion_length: int = 0
@@ -55,6 +63,7 @@ class Limits:
     # far the mean importance ratio may sit from 1 (below: rollouts down-weighted or dropped).
     logp_difference_max: float = 0.05
     importance_ratio_tolerance: float = 0.1
+    max_tool_calling_iterations: int | None = None  # the recipe's cap on tool turns (None: none)
 
 
 @dataclass(frozen=True)
@@ -68,11 +77,18 @@ class Finding:
 
 
 SPREAD_METRIC = "rewards/{name}/frac_zero_std"
+TOOL_CALLS = "tools/call_frequency"  # TRL: tool calls per rollout, mean over the batch
+TOOL_FAILURES = "tools/failure_frequency"  # TRL: failed calls / calls (0 when no call)
 
 
 def spread_metric(name: str) -> str:
     """The metric `watch_group_spread` logs for a reward: its share of zero-spread groups."""
     return SPREAD_METRIC.format(name=name)
+
+
+def uses_tools(rows: list[dict]) -> bool:
+    """Whether the logs come from a tool-calling run (TRL logs the tool metrics only then)."""
+    return any(TOOL_CALLS in row for row in rows)
 
 
 def training_rows(history: list[dict]) -> list[dict]:
@@ -112,6 +128,9 @@ def assess(history: list[dict], limits: Limits) -> list[Finding]:
             _flat(rows, step, limits),
             _hacking(rows, step, limits),
             _sampling(rows, last, step, limits),
+            _no_tool_calls(rows, step, limits),
+            _tool_cap(rows, step, limits),
+            _tool_failures(rows, step, limits),
         )
         if f is not None
     ]
@@ -303,6 +322,75 @@ def _sampling(rows, last, step, limits: Limits) -> Finding | None:
     )
 
 
+def _lasting(rows, key: str, limits: Limits, start: int = 0) -> list[float] | None:
+    """`key` over the last `tool_logs` logs when they all hold it and all come at or after log
+    number `start` (0-based); else None (a tool check has nothing to judge yet)."""
+    n = limits.tool_logs
+    if n < 1 or len(rows) < start + n:
+        return None
+    window = _series(rows[-n:], key)
+    return window if len(window) == n else None
+
+
+def _no_tool_calls(rows, step, limits: Limits) -> Finding | None:
+    """Past the warm-up, no tool call at all for `tool_logs` logs in a row."""
+    window = _lasting(rows, TOOL_CALLS, limits, start=limits.tool_warmup_logs)
+    if window is None or any(v > 0 for v in window):
+        return None
+    return Finding(
+        "no_tool_calls",
+        "warning",
+        step,
+        0.0,
+        0.0,
+        f"the model made no tool call in the last {limits.tool_logs} logs "
+        f"({TOOL_CALLS} 0): it answers without its tools, so tool use earns no reward. Use a "
+        "model whose chat template supports tools, describe the tools in the system prompt, "
+        "reward well-formed tool calls, or train longer or from a warm start (SFT on "
+        "tool-use transcripts).",
+    )
+
+
+def _tool_cap(rows, step, limits: Limits) -> Finding | None:
+    """Rollouts that keep calling tools until max_tool_calling_iterations stops them."""
+    cap = limits.max_tool_calling_iterations
+    if not cap or cap < 1:
+        return None
+    window = _lasting(rows, TOOL_CALLS, limits)
+    if window is None or any(v < cap - 1e-6 for v in window):
+        return None
+    return Finding(
+        "tool_call_cap",
+        "warning",
+        step,
+        window[-1],
+        float(cap),
+        f"rollouts made {window[-1]:.3g} tool calls on average for {limits.tool_logs} logs, at "
+        f"the cap (max_tool_calling_iterations {cap}): the model loops on its tools until cut "
+        "off. Give each call a small cost in the reward, raise max_tool_calling_iterations, "
+        "and check that the tool results help answer.",
+    )
+
+
+def _tool_failures(rows, step, limits: Limits) -> Finding | None:
+    """Most tool calls failing (a wrong name or arguments, or the tool raising)."""
+    window = _lasting(rows, TOOL_FAILURES, limits)
+    if window is None or any(v <= limits.tool_failure_max for v in window):
+        return None
+    return Finding(
+        "tool_failures",
+        "warning",
+        step,
+        window[-1],
+        limits.tool_failure_max,
+        f"{window[-1]:.0%} of tool calls failed ({TOOL_FAILURES} above "
+        f"{limits.tool_failure_max:g} for {limits.tool_logs} logs): the calls name a missing "
+        "tool, pass wrong arguments or make the tool raise. Read the failing calls in the "
+        "completions (log_completions: true, make report) and make the tool docstrings and "
+        "argument names say exactly what each tool takes.",
+    )
+
+
 def _group_zero_spread(values: list, prompts: list, size: int) -> float | None:
     """Share of complete groups (runs of `size` completions of one prompt) whose scores are all
     equal; None when the batch is not made of whole groups (e.g. a group split across
@@ -404,10 +492,15 @@ class HealthMonitor(TrainerCallback):
 
 
 def limits_from(
-    script, *, beta: float = 0.0, max_completion_length: int = 0, correctness: str | None = None
+    script,
+    *,
+    beta: float = 0.0,
+    max_completion_length: int = 0,
+    correctness: str | None = None,
+    max_tool_calling_iterations: int | None = None,
 ) -> Limits:
-    """Limits from the recipe's `health_*` fields (a config.ScriptArguments), `beta` and
-    `max_completion_length`."""
+    """Limits from the recipe's `health_*` fields (a config.ScriptArguments), `beta`,
+    `max_completion_length` and `max_tool_calling_iterations` (GRPOConfig's; None: no cap)."""
     return Limits(
         zero_std_max=script.health_zero_std_max,
         kl_max=script.health_kl_max,
@@ -416,9 +509,13 @@ def limits_from(
         flat_logs=script.health_flat_logs,
         flat_delta=script.health_flat_delta,
         patience=script.health_patience,
+        tool_warmup_logs=script.health_tool_warmup_logs,
+        tool_logs=script.health_tool_logs,
+        tool_failure_max=script.health_tool_failure_max,
         beta=beta or 0.0,
         correctness=correctness,
         max_completion_length=max_completion_length or 0,
+        max_tool_calling_iterations=max_tool_calling_iterations or None,
     )
 
 

@@ -1,0 +1,470 @@
+"""The agent's tool environments: tool schemas, TRL's tool-call semantics, the counters, the
+BM25 knowledge base, and the sample data (every ideal rollout works for real).
+
+The `python` environment's tests need the code sandbox; where it cannot run they skip with the
+sandbox's own reason (install bubblewrap and allow user namespaces to run them)."""
+
+import asyncio
+import csv
+import importlib.util
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from transformers.utils import get_json_schema
+
+from {{ cookiecutter.package_name }} import environments, sandbox
+from {{ cookiecutter.package_name }}.environments import (
+    ENVIRONMENTS,
+    LookupEnvironment,
+    PythonEnvironment,
+    ToolError,
+    ToolSettings,
+    clip,
+    execute,
+    factories,
+    is_error,
+    lookup_env,
+    tool_calls,
+    tool_dict,
+    tool_methods,
+)
+from {{ cookiecutter.package_name }}.errors import DataError, UserError
+
+CORPUS = "data/sample_corpus.jsonl"
+TOOLS_DATA = "data/sample_tools.jsonl"
+LIMITS = sandbox.Limits(timeout=5.0, workers=1)
+VERDICTS = ("SUPPORTED", "REFUTED", "NOT ENOUGH INFO")  # the fact-check rows' answers
+HIT = re.compile(r"^\[(?P<id>[^\]\s]+)\] (?P<title>[^:]+): (?P<snippet>.+)$")
+
+
+def call(name: str, **arguments) -> dict:
+    return {"type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def sandbox_limits(**fields) -> sandbox.Limits:
+    limits = sandbox.Limits(**{"timeout": 5.0, "workers": 1, **fields})
+    try:
+        limits.level()
+    except sandbox.SandboxUnavailable as err:
+        pytest.skip(f"code sandbox unavailable here: {err}")
+    return limits
+
+
+@pytest.fixture(scope="module")
+def limits():
+    return sandbox_limits()
+
+
+@pytest.fixture
+def python_env(limits):
+    return PythonEnvironment(ToolSettings(sandbox=limits))
+
+
+@pytest.fixture
+def lookup():
+    return LookupEnvironment(ToolSettings(sandbox=LIMITS, corpus=CORPUS))
+
+
+def sample_rows() -> list[dict]:
+    with open(TOOLS_DATA, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+# --- the tools as the model sees them -------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
+def test_every_registered_tool_has_a_json_schema(name):
+    """What TRL renders into the prompt: get_json_schema refuses a tool without type hints or
+    without an Args/Returns docstring (this checks your own environments too)."""
+    settings = ToolSettings(sandbox=sandbox_limits() if name == "python" else LIMITS)
+    environment = factories(settings, [name])[name]()
+    tools = tool_methods(environment)
+    assert tools, f"{name} has no tools"
+    for tool in tools:
+        schema = get_json_schema(tool)["function"]
+        assert schema["name"] == tool.__name__
+        assert schema["description"] and "return" in schema
+        for parameter, spec in schema["parameters"]["properties"].items():
+            assert spec.get("description"), f"{tool.__name__}({parameter}) is undocumented"
+            assert "\n " not in spec["description"], "a docstring line break leaks indentation"
+        assert "\n " not in schema["return"].get("description", "")
+
+
+def test_tools_are_listed_as_trl_lists_them():
+    class Demo(environments.Environment):
+        hidden = property(lambda self: 1 / 0)  # TRL lists on the class: never evaluated
+
+        def get_reward(self) -> float:
+            return 0.0
+
+        def _helper(self):
+            return None
+
+        def zeta(self, x: int) -> str:
+            """Z.
+
+            Args:
+                x: a number.
+
+            Returns:
+                Text.
+            """
+            return str(x)
+
+        def alpha(self) -> str:
+            """A.
+
+            Returns:
+                Text.
+            """
+            return "a"
+
+    demo = Demo(ToolSettings(sandbox=LIMITS))
+    assert [tool.__name__ for tool in tool_methods(demo)] == ["alpha", "zeta"]
+    assert tool_methods(demo)[1].__self__ is demo
+    assert list(tool_dict(demo)) == ["alpha", "zeta"]
+    assert [t.__name__ for t in tool_methods(LookupEnvironment(ToolSettings()))] == [
+        "open",
+        "search",
+    ]
+    assert [t.__name__ for t in tool_methods(object.__new__(PythonEnvironment))] == ["run_python"]
+
+
+# --- execute(): one tool call, exactly as TRL's tool loop runs it ----------------------------
+
+
+def failing(message: str) -> str:
+    """Fails.
+
+    Args:
+        message: what to raise.
+
+    Returns:
+        Nothing.
+    """
+    raise ToolError(message)
+
+
+def test_execute_matches_trls_messages():
+    tools = {"echo": lambda text: text.upper(), "failing": failing, "number": lambda: 7,
+             "blocks": lambda: [{"type": "text", "text": "x"}]}  # fmt: skip
+    assert execute(tools, call("echo", text="hi")) == {"role": "tool", "name": "echo",
+                                                       "content": "HI"}  # fmt: skip
+    assert execute(tools, call("number"))["content"] == "7"
+    assert execute(tools, call("blocks"))["content"] == [{"type": "text", "text": "x"}]
+    missing = execute(tools, call("nope", x=1))
+    assert missing == {"role": "tool", "name": "nope",
+                       "content": str({"error": "Tool nope not found."})}  # fmt: skip
+    raised = execute(tools, call("failing", message="no document 'x'; use an id from search"))
+    assert raised["content"] == str({"error": "no document 'x'; use an id from search"})
+    wrong = execute(tools, call("echo", txt="hi"))["content"]
+    assert is_error(wrong) and "unexpected keyword argument 'txt'" in wrong
+    odd = execute(tools, {"type": "code", "name": "echo"})
+    assert odd == {"role": "tool", "name": "echo",
+                   "content": str({"error": "Unsupported tool call type: code"})}  # fmt: skip
+
+
+def test_execute_awaits_async_tools():
+    async def later(x: int) -> str:
+        await asyncio.sleep(0)
+        return f"got {x}"
+
+    assert execute({"later": later}, call("later", x=3))["content"] == "got 3"
+
+
+def test_execute_follows_trls_tool_loop():
+    """The strings execute() copies from TRL's `_tool_call_loop` are still TRL's (read from its
+    source, without importing the trainer): a TRL upgrade that changes them fails here."""
+    source = Path(importlib.util.find_spec("trl.trainer.grpo_trainer").origin).read_text()
+    loop = source[source.index("def _tool_call_loop") :]
+    loop = loop[: loop.index("\n    def ")]
+    for fragment in (
+        'raise ValueError(f"Tool {name} not found.")',
+        'result = {"error": str(e)}',
+        '{"error": f"Unsupported tool call type: {tool_call[\'type\']}"}',
+        "content = result if isinstance(result, list) else str(result)",
+        'tool_message = {"role": "tool", "name": name, "content": content}',
+        '(**function["arguments"])',
+    ):
+        assert fragment in loop, fragment
+    listing = 'if member_name not in ("reset", "get_reward") and not member_name.startswith("_")'
+    assert listing in source
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (str({"error": "boom"}), True),
+        (str({"error": "no document 'x'"}), True),  # repr switches to double quotes
+        (str({"error": ""}), True),
+        ("{'error': 1}", False),
+        ("{'error': 'a', 'more': 1}", False),
+        ("{'error': 'cut", False),
+        ("42", False),
+        ("error: boom", False),
+        ([{"type": "text", "text": "x"}], False),
+    ],
+)
+def test_is_error_recognises_trls_error_form(content, expected):
+    assert is_error(content) is expected
+
+
+def test_clip_marks_cut_text():
+    assert clip("abc", 3) == "abc"
+    assert clip("abcd", 3) == "abc\n[... cut at 3 characters]"
+    assert clip("abc", 3, cut=True) == "abc\n[... cut at 3 characters]"
+
+
+def test_tool_calls_reads_the_ideal_calls_column():
+    cell = json.dumps([{"name": "search", "arguments": {"query": "x"}}, {"name": "open"}])
+    assert tool_calls(cell) == [call("search", query="x"), call("open")]
+    assert tool_calls([{"name": "run_python", "arguments": {"code": "1"}}]) == [
+        call("run_python", code="1")
+    ]
+    for bad, message in (
+        ("[{", "invalid JSON"),
+        ('{"name": "x"}', "expected a list"),
+        ('[{"arguments": {}}]', "call 1 is"),
+        ('[{"name": "x", "arguments": [1]}]', "call 1 is"),
+    ):
+        with pytest.raises(DataError, match=message) as error:
+            tool_calls(bad, source="data.jsonl row 3 column 'ideal_calls'")
+        assert str(error.value).startswith("data.jsonl row 3") and "\n" not in str(error.value)
+
+
+# --- factories and settings -----------------------------------------------------------------
+
+
+def test_factories_make_fresh_instances_of_the_named_environments():
+    made = factories(ToolSettings(sandbox=LIMITS), ["lookup"])
+    assert list(made) == ["lookup"]
+    first, second = made["lookup"](), made["lookup"]()
+    assert isinstance(first, LookupEnvironment) and first is not second
+
+
+def test_unknown_environment_is_one_clear_error():
+    with pytest.raises(UserError) as error:
+        factories(ToolSettings(sandbox=LIMITS), ["lookup", "browser"])
+    text = str(error.value)
+    assert "'browser'" in text and "python, lookup" in text and "ENVIRONMENTS" in text
+    assert "\n" not in text
+
+
+def test_factories_check_the_environments_now(tmp_path):
+    with pytest.raises(DataError, match="corpus file not found"):
+        factories(ToolSettings(sandbox=LIMITS, corpus=str(tmp_path / "none.jsonl")), ["lookup"])
+
+
+def test_settings_are_checked():
+    with pytest.raises(UserError, match="tool_output_chars must be"):
+        ToolSettings(tool_output_chars=0)
+    with pytest.raises(UserError, match="search_results must be"):
+        ToolSettings(search_results=0)
+
+
+# --- python: run_python in the code sandbox -------------------------------------------------
+
+
+def test_run_python_returns_what_the_program_prints(python_env):
+    assert python_env.run_python("import math\nprint(math.comb(10, 3))\nprint('done')") == (
+        "120\ndone"
+    )
+    assert python_env.run_python("x = 1") == "(no output: print the result)"
+    assert (python_env.calls, python_env.failures, python_env.episode_calls) == (2, 0, 2)
+
+
+def test_run_python_errors_reach_the_model_as_trl_errors(python_env):
+    tools = tool_dict(python_env)
+    message = execute(tools, call("run_python", code="print('partial')\n1 / 0"))
+    assert message["content"] == str({"error": "ZeroDivisionError: division by zero"})
+    with pytest.raises(ToolError, match="SyntaxError"):
+        python_env.run_python("print(")
+    assert (python_env.calls, python_env.failures, python_env.episode_failures) == (2, 2, 2)
+
+
+def test_nothing_carries_over_between_calls(python_env):
+    python_env.run_python("x = 5\nopen('note', 'w').write('hi')")
+    with pytest.raises(ToolError, match="NameError"):
+        python_env.run_python("print(x)")
+    with pytest.raises(ToolError, match="FileNotFoundError"):
+        python_env.run_python("print(open('note').read())")
+
+
+def test_run_python_times_out():
+    environment = PythonEnvironment(ToolSettings(sandbox=sandbox_limits(timeout=1.0)))
+    with pytest.raises(ToolError, match="^timed out after 1 s$"):
+        environment.run_python("while True:\n    pass")
+    assert environment.failures == 1
+
+
+def test_long_output_is_cut_with_a_marker(limits):
+    environment = PythonEnvironment(ToolSettings(sandbox=limits, tool_output_chars=40))
+    assert environment.run_python("print('x' * 40)") == "x" * 40
+    assert environment.run_python("print('y' * 41)") == "y" * 40 + "\n[... cut at 40 characters]"
+    endless = environment.run_python("while True:\n    print('z' * 1000)")  # stopped, not timed out
+    assert endless == "z" * 40 + "\n[... cut at 40 characters]"
+
+
+def test_reset_starts_an_episode(python_env):
+    python_env.run_python("print(1)")
+    with pytest.raises(ToolError):
+        python_env.run_python("raise ValueError('bad')")
+    assert python_env.reset(question="q", answer="1", prompt=[]) is None
+    assert (python_env.episode_calls, python_env.episode_failures) == (0, 0)
+    assert (python_env.calls, python_env.failures) == (2, 1)
+
+
+# --- lookup: search and open over a BM25 index ------------------------------------------------
+
+
+def test_search_lists_the_best_documents(lookup):
+    lines = lookup.search("When did the Narrows Bridge open?").splitlines()
+    assert 1 <= len(lines) <= lookup.settings.search_results
+    hits = [HIT.match(line) for line in lines]
+    assert all(hits), lines
+    assert hits[0]["id"] == "narrows-bridge" and hits[0]["title"] == "Narrows Bridge"
+    assert len(hits[0]["snippet"]) <= lookup_env.SNIPPET_CHARS
+    assert lookup.search("festivals")  # plural finds "festival"
+    assert "[lantern-tide-festival]" in lookup.search("lantern festivals")
+
+
+def test_search_without_matches_and_with_nothing_to_search(lookup):
+    nothing = "no documents match 'zeppelin quasar'; try other keywords"
+    assert lookup.search("zeppelin quasar") == nothing
+    assert lookup.search("the of and").startswith("no documents match")  # only stopwords
+    with pytest.raises(ToolError, match="empty query"):
+        lookup.search("  ")
+    assert (lookup.calls, lookup.failures) == (3, 1)
+
+
+def test_open_reads_a_document(lookup):
+    text = lookup.open("quell-light")
+    assert text.startswith("Quell Light\n") and "built in 1821" in text
+    assert lookup.open(" [quell-light] ") == text  # the id as search shows it
+    message = execute(tool_dict(lookup), call("open", doc_id="lighthouse"))
+    assert message["content"] == str({"error": "no document 'lighthouse'; use an id from search"})
+    assert lookup.opened == ["quell-light", "quell-light"]
+    lookup.reset(question="q")
+    assert lookup.opened == [] and lookup.episode_calls == 0 and lookup.calls == 3
+
+
+def test_lookup_output_is_cut_with_a_marker():
+    short = LookupEnvironment(ToolSettings(sandbox=LIMITS, tool_output_chars=30))
+    assert short.open("ivel").endswith("\n[... cut at 30 characters]")
+    assert len(short.search("Ivel orchards")) == 30 + len("\n[... cut at 30 characters]")
+
+
+def write_corpus(path: Path, documents: list[dict]) -> str:
+    path.write_text("".join(json.dumps(d) + "\n" for d in documents), encoding="utf-8")
+    return str(path)
+
+
+DOCS = [{"id": "a", "title": "Alpha", "text": "apples grow on the hill"},
+        {"id": "b", "title": "Beta", "text": "boats sail in the bay"}]  # fmt: skip
+
+
+def test_the_index_is_built_once_and_shared(tmp_path):
+    settings = ToolSettings(sandbox=LIMITS, corpus=write_corpus(tmp_path / "kb.jsonl", DOCS))
+    before = lookup_env._load.cache_info().misses
+    instances = [LookupEnvironment(settings) for _ in range(4)]
+    assert lookup_env._load.cache_info().misses == before + 1
+    assert all(instance.corpus is instances[0].corpus for instance in instances)
+    assert instances[0].search("boats").startswith("[b] Beta: boats")
+    stat = os.stat(settings.corpus)
+    write_corpus(tmp_path / "kb.jsonl", [*DOCS, {"id": "c", "title": "Gamma", "text": "goats"}])
+    os.utime(settings.corpus, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert LookupEnvironment(settings).open("c") == "Gamma\ngoats"  # an edited file: rebuilt
+
+
+def test_a_csv_corpus_with_its_own_columns(tmp_path):
+    path = tmp_path / "kb.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["doc", "heading", "body"])
+        writer.writerow([1, "Harbour", "The harbour holds forty boats."])
+        writer.writerow([2, "Hill", "The hill is green."])
+    settings = ToolSettings(sandbox=LIMITS, corpus=str(path), corpus_id_column="doc",
+                            corpus_title_column="heading", corpus_text_column="body")  # fmt: skip
+    environment = LookupEnvironment(settings)
+    assert environment.search("boats") == "[1] Harbour: The harbour holds forty boats."
+    assert environment.open("2") == "Hill\nThe hill is green."
+
+
+@pytest.mark.parametrize(
+    ("documents", "fields", "expected"),
+    [
+        (DOCS, {"corpus_text_column": "body"}, r"no column 'body' .*set `corpus_text_column`"),
+        (DOCS, {"corpus_id_column": "key"}, r"no column 'key' .*set `corpus_id_column`"),
+        ([*DOCS, {"id": "c", "title": "", "text": "x"}], {}, r"row 3: column 'title' .* empty"),
+        ([*DOCS, {"id": "a", "title": "A", "text": "x"}], {}, r"row 3: duplicate document id 'a'"),
+    ],
+    ids=["text-column", "id-column", "empty-title", "duplicate-id"],
+)
+def test_corpus_problems_are_one_clear_line(tmp_path, documents, fields, expected):
+    corpus = write_corpus(tmp_path / "kb.jsonl", documents)
+    with pytest.raises(DataError, match=expected) as error:
+        LookupEnvironment(ToolSettings(sandbox=LIMITS, corpus=corpus, **fields))
+    assert str(error.value).startswith(corpus) and "\n" not in str(error.value)
+
+
+def test_a_missing_corpus_names_the_file_and_the_field(tmp_path):
+    missing = str(tmp_path / "kb.jsonl")
+    with pytest.raises(DataError) as error:
+        LookupEnvironment(ToolSettings(sandbox=LIMITS, corpus=missing))
+    assert str(error.value).startswith(missing) and "set `corpus`" in str(error.value)
+
+
+# --- the sample data --------------------------------------------------------------------------
+
+
+def test_sample_corpus_is_a_small_consistent_knowledge_base():
+    with open(CORPUS, encoding="utf-8") as handle:
+        documents = [json.loads(line) for line in handle]
+    assert 25 <= len(documents) <= 40
+    assert len({d["id"] for d in documents}) == len(documents)
+    for document in documents:
+        assert set(document) == {"id", "title", "text"}
+        assert 40 <= len(document["text"].split()) <= 120, document["id"]
+
+
+def test_sample_tools_rows():
+    rows = sample_rows()
+    assert len(rows) == 24
+    assert [r["environment"] for r in rows].count("python") == 12
+    assert [r["environment"] for r in rows].count("lookup") == 12
+    for row in rows:
+        assert set(row) == {"environment", "question", "answer", "ideal_calls"}
+        calls = tool_calls(row["ideal_calls"])
+        names = [c["function"]["name"] for c in calls]
+        assert names == (["run_python"] if row["environment"] == "python" else ["search", "open"])
+    verdicts = [row["answer"] for row in rows if row["answer"] in VERDICTS]
+    assert len(verdicts) == 4 and set(verdicts) == set(VERDICTS)
+
+
+def test_every_ideal_program_prints_its_answer(limits):
+    environment = PythonEnvironment(ToolSettings(sandbox=limits))
+    tools = tool_dict(environment)
+    for row in sample_rows():
+        if row["environment"] == "python":
+            (ideal,) = tool_calls(row["ideal_calls"])
+            message = execute(tools, ideal)
+            assert message["content"] == row["answer"], (row["question"], message)
+
+
+def test_every_ideal_lookup_finds_and_opens_its_document(lookup):
+    tools = tool_dict(lookup)
+    for row in sample_rows():
+        if row["environment"] != "lookup":
+            continue
+        search, opening = tool_calls(row["ideal_calls"])
+        hits = execute(tools, search)["content"]
+        found = [HIT.match(line)["id"] for line in hits.splitlines()]
+        assert opening["function"]["arguments"]["doc_id"] in found, (row["question"], hits)
+        document = execute(tools, opening)["content"]
+        assert not is_error(document)
+        if row["answer"] not in VERDICTS:
+            assert row["answer"] in document, (row["question"], document)
