@@ -61,8 +61,9 @@ CUSTOM_ID_PLACEHOLDER = "your-org/your-model"
 
 # Why backend=unsloth does not train the tools task (one place: the refusal and the README).
 UNSLOTH_TOOLS = (
-    "its tool-calling loop is not verified on this template's pinned Unsloth stack; use "
-    "backend=transformers"
+    "TRL's tool loop runs on Unsloth's CPU fallback (stock GRPOTrainer), but the GPU trainer "
+    "Unsloth patches in (its compiled loss with the tool mask, vLLM rollouts) is not verified "
+    "with tools here; use backend=transformers"
 )
 
 

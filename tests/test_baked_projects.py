@@ -19,7 +19,11 @@ TIERS = ("24GB", "cpu", "16GB", "48GB", "80GB", "141GB", "multi-gpu", "multi-nod
 GRID = {f"{task}-{tier}": {"task_type": task, "gpu_tier": tier} for task in TASKS for tier in TIERS}
 # The agent task on the default tier (its whole suite, the tool-use learning test included) and
 # on the CPU tier; its plan differs from the others' only in length and the tool-turn cap.
-GRID |= {f"tools-{tier}": {"task_type": "tools", "gpu_tier": tier} for tier in ("24GB", "cpu")}
+# Each records to a tracker (its suite's tests/test_tracking.py): TensorBoard and W&B (offline).
+GRID |= {
+    f"tools-{tier}": {"task_type": "tools", "gpu_tier": tier, "tracker": tracker}
+    for tier, tracker in (("24GB", "tensorboard"), ("cpu", "wandb"))
+}
 # One model of every other architecture family (different LoRA targets, a multimodal tower, a
 # custom id, hybrid attention, a mixture of experts): the smoke run trains, merges and reloads the
 # tiny model of that family (the default model's, Qwen3.5 hybrid attention, runs in GRID).
@@ -65,16 +69,24 @@ def test_default_project_lint(default_project):
 # plan. Full fine-tuning or LoRA, also chosen by the tier, is covered by `make smoke` everywhere
 # and by the math project's suite on every tier.
 TIER_TESTS = ["tests/test_recipe.py", "tests/test_doctor.py"]
+# Task-independent suites the tools project shares with the others' 24GB cells (the toy learning
+# test, the reward-model training, the sandbox attacks the code project runs): not run twice.
+TOOLS_SHARED_TESTS = ("test_learning", "test_reward_model_training", "test_sandbox")
 
 
 def make_test_arguments(task: str, tier: str) -> list[str]:
     """What `make test` runs for this grid cell (each suite costs 20-100 s of a worker)."""
     multi = tier in ("multi-gpu", "multi-node")
     if tier == "24GB":  # every task's whole suite; the 2-process DDP test once
+        if task == "tools":  # less what other cells run unchanged: its own learning test stays
+            shared = " ".join(f"--ignore=tests/{name}.py" for name in TOOLS_SHARED_TESTS)
+            return [f'ARGS=-m "not distributed" {shared}']
         return [] if task == "math" else ['ARGS=-m "not distributed"']
     if task == "math":  # the math project's suite on every tier, without slow tests
         return ['ARGS=-m "distributed or not slow"' if multi else 'ARGS=-m "not slow"']
     files = [*TIER_TESTS, "tests/test_launch.py"] if multi else TIER_TESTS
+    if task == "tools":  # its tracker records a run
+        files = [*files, "tests/test_tracking.py"]
     return [f'ARGS={" ".join(files)} -m "not slow"']
 
 

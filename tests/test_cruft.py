@@ -47,6 +47,19 @@ def template_repository(tmp_path: Path) -> Path:
     return copy
 
 
+def cruft_created(tmp_path: Path) -> Path:
+    """`cruft create` of this template with its defaults, committed in a new git repository."""
+    template = template_repository(tmp_path)
+    out = tmp_path / "projects"
+    out.mkdir()
+    assert_ok(cruft(out, "create", str(template), "--no-input"))
+    project = out / "my-grpo-project"
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "generated")
+    return project
+
+
 def cruft(folder: Path, *args: str):
     return subprocess.run(
         [sys.executable, "-m", "cruft", *args], cwd=folder, capture_output=True, text=True,
@@ -79,16 +92,9 @@ def interactive_update(project: Path, variables: str, answers: tuple[str, ...]) 
 
 
 def test_cruft_update_to_another_task_keeps_user_files(tmp_path):
-    template = template_repository(tmp_path)
-    out = tmp_path / "projects"
-    out.mkdir()
-    assert_ok(cruft(out, "create", str(template), "--no-input"))
-    project = out / "my-grpo-project"
+    project = cruft_created(tmp_path)
     record = json.loads((project / ".cruft.json").read_text())
     assert record["context"]["cookiecutter"]["task_type"] == "math"
-    git(project, "init", "-q")
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "generated")
     (project / "src/my_grpo_project/rewards/my_rewards.py").write_text(MY_REWARD)
     (project / "configs/local.yaml").write_text(MY_OVERRIDES)
     readme = project / "README.md"  # an edit to a generated file, on lines the update keeps
@@ -123,3 +129,24 @@ def test_cruft_update_to_another_task_keeps_user_files(tmp_path):
     assert result.stdout.split() == ["7", "True", "True"]
     tests = run_in(project, sys.executable, "-m", "pytest", "-q", "tests/test_code_rewards.py")
     assert_ok(tests)
+
+
+def test_cruft_update_to_and_from_the_tools_task(tmp_path):
+    """The agent task's files (environments, sandbox, corpus) come with it and go with it."""
+    project = cruft_created(tmp_path)
+    package = project / "src/my_grpo_project"
+    for task, present, absent in (
+        ("tools", "environments/lookup_env.py", "tasks/math_task.py"),
+        ("math", "tasks/math_task.py", "environments/lookup_env.py"),
+    ):
+        variables = json.dumps({"task_type": task})
+        update = ["update", "--skip-apply-ask", "--variables-to-update", variables]
+        assert_ok(cruft(project, *update))
+        assert (package / present).is_file() and not (package / absent).exists(), task
+        assert (project / "data/sample_corpus.jsonl").is_file() == (task == "tools")
+        git(project, "add", "-A")
+        git(project, "commit", "-qm", f"to {task}")
+    check = "from my_grpo_project.tasks import TASK; print(TASK.name)"
+    result = run_in(project, sys.executable, "-c", check)
+    assert_ok(result)
+    assert result.stdout.split() == ["math"]

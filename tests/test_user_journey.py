@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_ok, run_in
-from test_cruft import GIT, cruft, template_repository
+from test_cruft import GIT, cruft, cruft_created
 
 pytestmark = pytest.mark.slow
 
@@ -44,13 +44,7 @@ def make(project: Path, python: str, env: dict, *targets: str, timeout: int = 15
 
 
 def test_user_journey_with_own_data_then_regenerate_for_another_tier(tmp_path):
-    template = template_repository(tmp_path)
-    out = tmp_path / "projects"
-    out.mkdir()
-    assert_ok(cruft(out, "create", str(template), "--no-input"))
-    project = out / "my-grpo-project"
-    for step in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "generated"]):
-        assert_ok(subprocess.run([*GIT, *step], cwd=project, capture_output=True, text=True))
+    project = cruft_created(tmp_path)
 
     # The README's install, in a fresh virtual environment (it sees the packages installed here,
     # so pip resolves the pins without downloading; the project and its scripts install for real).

@@ -468,3 +468,84 @@ def test_every_ideal_lookup_finds_and_opens_its_document(lookup):
         assert not is_error(document)
         if row["answer"] not in VERDICTS:
             assert row["answer"] in document, (row["question"], document)
+
+
+# --- the agent loop outside training (environments/episodes.py: evaluate, infer) -------------
+
+
+class ScriptedModel:
+    """Stands in for a model in `run_episodes`: each `generate` call answers with the next
+    scripted turn's token ids (as the chat template renders it), after the prompt."""
+
+    device = "cpu"
+
+    def __init__(self, turns: list[list[int]]):
+        self.turns = list(turns)
+        self.prompts: list[str] = []
+
+    def generate(self, input_ids, attention_mask, max_new_tokens, pad_token_id, **kwargs):
+        import torch
+
+        turn = self.turns.pop(0)[:max_new_tokens]
+        rows = [row.tolist() + turn for row in input_ids]
+        return torch.tensor(rows)
+
+
+def rendered_turn(tokenizer, prompt, tools, message) -> list[int]:
+    """Token ids of an assistant turn as the template TRL trains with writes it."""
+    from {{ cookiecutter.package_name }}.environments import episodes
+
+    template = episodes.tools_chat_template(tokenizer)
+    kwargs = {"chat_template": template} if template else {}
+    before = tokenizer.apply_chat_template(
+        prompt, tools=tools, add_generation_prompt=True, tokenize=False, **kwargs
+    )
+    after = tokenizer.apply_chat_template(prompt + [message], tools=tools, tokenize=False, **kwargs)
+    return tokenizer(after[len(before) :], add_special_tokens=False)["input_ids"]
+
+
+def test_the_agent_loop_parses_runs_and_appends_like_trl(tiny_tokenizer, limits):
+    """A model that calls `run_python` then answers: the call is parsed with TRL's parser, run
+    in the sandbox, its result appended, and the final answer read by the rewards."""
+    from {{ cookiecutter.package_name }}.environments import tool_methods
+    from {{ cookiecutter.package_name }}.environments.episodes import calls_made, run_episodes
+    from {{ cookiecutter.package_name }}.inference import Decoding
+    from {{ cookiecutter.package_name }}.rewards import REGISTRY, call_like_trl
+
+    environment = PythonEnvironment(ToolSettings(sandbox=limits))
+    tools = tool_methods(environment)
+    prompt = [{"role": "user", "content": "What is 6 times 7?"}]
+    call = {"type": "function", "function": {"name": "run_python",
+                                             "arguments": {"code": "print(6 * 7)"}}}  # fmt: skip
+    first = rendered_turn(tiny_tokenizer, prompt, tools,
+                          {"role": "assistant", "content": "", "tool_calls": [call]})  # fmt: skip
+    answer = {"role": "assistant", "content": "<answer>42</answer>"}
+    second = rendered_turn(tiny_tokenizer, prompt, tools, answer)
+    model = ScriptedModel([first, second])
+    [rollout] = run_episodes(
+        model, tiny_tokenizer, [prompt], [environment], [{}], Decoding(), 512, 3
+    )
+    assert [m["role"] for m in rollout] == ["assistant", "tool", "assistant"]
+    assert rollout[0]["tool_calls"][0]["function"]["name"] == "run_python"
+    assert rollout[1]["content"] == "42" and environment.calls == 1
+    assert calls_made(rollout) == 1
+    row = {"answer": "42", "environment": "python"}
+    assert call_like_trl(REGISTRY["tool_answer_correctness"], [rollout], [row]) == [1.0]
+
+
+def test_the_agent_loop_stops_at_the_turn_cap(tiny_tokenizer, limits):
+    from {{ cookiecutter.package_name }}.environments import tool_methods
+    from {{ cookiecutter.package_name }}.environments.episodes import run_episodes
+    from {{ cookiecutter.package_name }}.inference import Decoding
+
+    environment = PythonEnvironment(ToolSettings(sandbox=limits))
+    prompt = [{"role": "user", "content": "loop"}]
+    call = {"type": "function", "function": {"name": "run_python",
+                                             "arguments": {"code": "print(1)"}}}  # fmt: skip
+    turn = rendered_turn(tiny_tokenizer, prompt, tool_methods(environment),
+                         {"role": "assistant", "content": "", "tool_calls": [call]})  # fmt: skip
+    model = ScriptedModel([turn] * 5)
+    [rollout] = run_episodes(model, tiny_tokenizer, [prompt], [environment], [{}], Decoding(),
+                             4096, 2)  # fmt: skip
+    assert sum(m["role"] == "assistant" for m in rollout) == 3  # 2 tool-calling turns + 1
+    assert environment.calls == 2
