@@ -549,3 +549,36 @@ def test_the_agent_loop_stops_at_the_turn_cap(tiny_tokenizer, limits):
                              4096, 2)  # fmt: skip
     assert sum(m["role"] == "assistant" for m in rollout) == 3  # 2 tool-calling turns + 1
     assert environment.calls == 2
+
+
+def test_interactive_chat_calls_the_tools_and_prints_each_step(
+    tiny_tokenizer, limits, monkeypatch, capsys
+):
+    """`infer --interactive`: each typed line is a user turn; the model's calls really run and
+    every call and result is printed as it happens; an empty line ends the chat."""
+    from types import SimpleNamespace
+
+    from {{ cookiecutter.package_name }} import infer
+    from {{ cookiecutter.package_name }}.environments import tool_methods
+    from {{ cookiecutter.package_name }}.inference import Decoding
+
+    settings = ToolSettings(sandbox=limits)
+    prompt = [{"role": "user", "content": "What is 6 times 7?"}]
+    tools = tool_methods(PythonEnvironment(settings))
+    call = {"type": "function", "function": {"name": "run_python",
+                                             "arguments": {"code": "print(6 * 7)"}}}  # fmt: skip
+    first = rendered_turn(tiny_tokenizer, prompt, tools,
+                          {"role": "assistant", "content": "", "tool_calls": [call]})  # fmt: skip
+    second = rendered_turn(tiny_tokenizer, prompt, tools,
+                           {"role": "assistant", "content": "<answer>42</answer>"})  # fmt: skip
+    lines = iter(["What is 6 times 7?", ""])
+    monkeypatch.setattr("builtins.input", lambda _: next(lines))
+    args = SimpleNamespace(
+        agent=(lambda: PythonEnvironment(settings), 3), system_prompt="", decoding=Decoding(),
+        max_new_tokens=512, chat_template_kwargs={},
+    )  # fmt: skip
+    [rollout] = infer.interactive(ScriptedModel([first, second]), tiny_tokenizer, args)
+    shown = capsys.readouterr().out
+    assert '[calls run_python({"code": "print(6 * 7)"})]' in shown
+    assert "[run_python -> 42]" in shown and "<answer>42</answer>" in shown
+    assert [m["role"] for m in rollout] == ["assistant", "tool", "assistant"]
