@@ -15,9 +15,10 @@ open-r1 does offline (it keeps base pass rates 0.1-0.6; verifiers' rule of thumb
 
 It samples `--k` completions per training prompt from the recipe's base model, with the recipe's
 sampling settings (temperature, top_p, top_k, min_p, chat_template_kwargs), on vLLM when it is
-installed and a GPU is present, otherwise with transformers. Each completion is scored with the
-task's correctness reward (its first metric); a completion passes at the top of the reward's
-range. It writes to `--output-dir` (default `outputs/filter`, `outputs/smoke/filter` with
+installed and a GPU is present, otherwise with transformers (an agent task samples whole
+rollouts through its tool loop, tools really run, with transformers). Each completion is scored
+with the task's correctness reward (its first metric); a completion passes at the top of the
+reward's range. It writes to `--output-dir` (default `outputs/filter`, `outputs/smoke/filter` with
 `--smoke`):
 
 - `pass_rates.jsonl`: one line per prompt: its row in the data, pass rate, mean score, kept;
@@ -202,6 +203,46 @@ def transformers_sampler(recipe, tokenizer, settings: dict, batch_size: int) -> 
     return sample
 
 
+def agent_sampler(recipe, tokenizer, settings: dict, prompts) -> Sampler:
+    """An agent task: k whole rollouts per prompt through the loop TRL trains with
+    (environments/episodes.py; tools really run, each rollout on a fresh environment), sampled
+    with the recipe's temperature, top_p and top_k (transformers' generate)."""
+    from rich.progress import track
+
+    from ..environments.episodes import run_episodes
+    from ..inference import Decoding, load_model_for_inference
+
+    model_args = recipe.model
+    model = load_model_for_inference(
+        Path(model_args.model_name_or_path), model_args.dtype or "auto"
+    )
+    decoding = Decoding(settings["temperature"], settings["top_p"], settings["top_k"] or 0)
+    factories = TASK.environments(recipe.task)
+    cap = recipe.training.max_tool_calling_iterations
+    row_of = {json.dumps(row["prompt"]): row for row in prompts}
+
+    def sample(conversations: list[list[dict]], k: int) -> list[list]:
+        rollouts = []
+        for conversation in track(conversations, description=f"{k} rollouts per prompt"):
+            row = row_of[json.dumps(conversation)]
+            rollouts.append(
+                run_episodes(
+                    model,
+                    tokenizer,
+                    [conversation] * k,
+                    [factories[row["environment"]]() for _ in range(k)],
+                    [row] * k,
+                    decoding,
+                    settings["max_new_tokens"],
+                    cap,
+                    recipe.training.chat_template_kwargs,
+                )  # fmt: skip
+            )
+        return rollouts
+
+    return sample
+
+
 def vllm_sampler(recipe, tokenizer, settings: dict, gpu_memory_utilization: float) -> Sampler:
     """k samples per prompt with vLLM (`n=k`); vLLM shows its own progress bar."""
     from vllm import LLM, SamplingParams
@@ -318,7 +359,9 @@ def filter_prompts(argv: Sequence[str] | None = None, sampler: Sampler | None = 
         from transformers import set_seed
 
         set_seed(recipe.training.seed)
-        if use_vllm(args.engine):
+        if TASK.environments is not None:  # an agent task: whole rollouts, tools really run
+            sampler = agent_sampler(recipe, tokenizer, settings, prompts)
+        elif use_vllm(args.engine):
             sampler = vllm_sampler(recipe, tokenizer, settings, args.gpu_memory_utilization)
         else:
             sampler = transformers_sampler(recipe, tokenizer, settings, args.batch_size)
