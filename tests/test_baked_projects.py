@@ -15,14 +15,17 @@ pytestmark = pytest.mark.slow
 
 TASKS = ("math", "code", "json", "classification", "custom")
 TIERS = ("24GB", "cpu", "16GB", "48GB", "80GB", "141GB", "multi-gpu", "multi-node")
-# Every task with every tier (other answers at their defaults): `make test` and `make smoke`.
-GRID = {f"{task}-{tier}": {"task_type": task, "gpu_tier": tier} for task in TASKS for tier in TIERS}
 # The agent task on the default tier (its whole suite, the tool-use learning test included) and
-# on the CPU tier; its plan differs from the others' only in length and the tool-turn cap.
-# Each records to a tracker (its suite's tests/test_tracking.py): TensorBoard and W&B (offline).
-GRID |= {
+# on the CPU tier; its plan differs from the others' only in length and the tool-turn cap. Each
+# records to a tracker (its suite's tests/test_tracking.py): TensorBoard and W&B (offline). The
+# longest cells come first, so they do not start last and hold one worker alone at the end.
+GRID = {
     f"tools-{tier}": {"task_type": "tools", "gpu_tier": tier, "tracker": tracker}
     for tier, tracker in (("24GB", "tensorboard"), ("cpu", "wandb"))
+}
+# Every other task with every tier (other answers at their defaults): `make test`, `make smoke`.
+GRID |= {
+    f"{task}-{tier}": {"task_type": task, "gpu_tier": tier} for task in TASKS for tier in TIERS
 }
 # One model of every other architecture family (different LoRA targets, a multimodal tower, a
 # custom id, hybrid attention, a mixture of experts): the smoke run trains, merges and reloads the
