@@ -495,22 +495,19 @@ def rendered_turn(tokenizer, prompt, tools, message) -> list[int]:
     """Token ids of an assistant turn as the template TRL trains with writes it."""
     from {{ cookiecutter.package_name }}.environments import episodes
 
-    template = episodes.tools_chat_template(tokenizer)
-    kwargs = {"chat_template": template} if template else {}
-    before = tokenizer.apply_chat_template(
-        prompt, tools=tools, add_generation_prompt=True, tokenize=False, **kwargs
-    )
-    after = tokenizer.apply_chat_template(prompt + [message], tools=tools, tokenize=False, **kwargs)
-    return tokenizer(after[len(before) :], add_special_tokens=False)["input_ids"]
+    kwargs = episodes.chat_kwargs(tokenizer)
+    _, text = episodes.assistant_turn(tokenizer, prompt, message, tools, kwargs)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
 def test_the_agent_loop_parses_runs_and_appends_like_trl(tiny_tokenizer, limits):
     """A model that calls `run_python` then answers: the call is parsed with TRL's parser, run
     in the sandbox, its result appended, and the final answer read by the rewards."""
     from {{ cookiecutter.package_name }}.environments import tool_methods
-    from {{ cookiecutter.package_name }}.environments.episodes import calls_made, run_episodes
+    from {{ cookiecutter.package_name }}.environments.episodes import run_episodes
     from {{ cookiecutter.package_name }}.inference import Decoding
     from {{ cookiecutter.package_name }}.rewards import REGISTRY, call_like_trl
+    from {{ cookiecutter.package_name }}.rewards.tools_rewards import rollout_calls
 
     environment = PythonEnvironment(ToolSettings(sandbox=limits))
     tools = tool_methods(environment)
@@ -528,7 +525,7 @@ def test_the_agent_loop_parses_runs_and_appends_like_trl(tiny_tokenizer, limits)
     assert [m["role"] for m in rollout] == ["assistant", "tool", "assistant"]
     assert rollout[0]["tool_calls"][0]["function"]["name"] == "run_python"
     assert rollout[1]["content"] == "42" and environment.calls == 1
-    assert calls_made(rollout) == 1
+    assert len(rollout_calls(rollout)) == 1
     row = {"answer": "42", "environment": "python"}
     assert call_like_trl(REGISTRY["tool_answer_correctness"], [rollout], [row]) == [1.0]
 

@@ -71,8 +71,7 @@ def emitted_rollout(tokenizer, messages: list[dict], rollout: list[dict], tools,
     episodes.ready_for_tools(tokenizer)
     from trl.chat_template_utils import parse_response
 
-    template = episodes.tools_chat_template(tokenizer)
-    kwargs = {**kwargs, **({"chat_template": template} if template else {})}
+    kwargs = episodes.chat_kwargs(tokenizer, kwargs)
     seen: list[dict] = []
     for message in rollout:
         if message["role"] != "assistant":

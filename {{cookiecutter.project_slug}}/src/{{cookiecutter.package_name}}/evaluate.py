@@ -181,9 +181,9 @@ def evaluate_model(model_path, rows, metrics, args, max_new_tokens) -> tuple[dic
     scores = score(metrics, firsts, rows)
     summary = {label: mean(values) for label, values in scores.items()}
     if args.agent is not None:  # tool calls per episode, beside the metrics
-        from .environments.episodes import calls_made
+        from .rewards.tools_rewards import rollout_calls
 
-        scores[CALLS] = [float(calls_made(rollout)) for rollout in firsts]
+        scores[CALLS] = [float(len(rollout_calls(rollout))) for rollout in firsts]
         summary[CALLS] = mean(scores[CALLS])
     predictions = [
         {"prompt": row["prompt"][-1]["content"], "answer": row.get("answer"), "completion": text,

@@ -28,6 +28,24 @@ def tools_chat_template(tokenizer) -> str | None:
     return get_training_chat_template(tokenizer)
 
 
+def chat_kwargs(tokenizer, chat_template_kwargs: dict | None = None) -> dict:
+    """`apply_chat_template` arguments for an agent's conversation: the recipe's
+    chat_template_kwargs, and the chat template TRL trains tool calls with (`tools_chat_template`)
+    where it is not the tokenizer's own."""
+    template = tools_chat_template(tokenizer)
+    return {**(chat_template_kwargs or {}), **({"chat_template": template} if template else {})}
+
+
+def assistant_turn(tokenizer, messages: list[dict], turn: dict, tools, kwargs) -> tuple[str, str]:
+    """(the conversation rendered up to the generation prompt, the text the model writes for
+    `turn` after it), in the template `kwargs` name (`chat_kwargs`), which extends its prompts."""
+    before = tokenizer.apply_chat_template(
+        messages, tools=tools, add_generation_prompt=True, tokenize=False, **kwargs
+    )
+    after = tokenizer.apply_chat_template([*messages, turn], tools=tools, tokenize=False, **kwargs)
+    return before, after[len(before) :]
+
+
 def ready_for_tools(tokenizer):
     """The tokenizer with the response template TRL parses tool calls with (set where missing)."""
     from trl.chat_template_utils import add_response_schema
@@ -56,10 +74,7 @@ def run_episodes(
     from trl.chat_template_utils import parse_response
 
     ready_for_tools(tokenizer)
-    kwargs = dict(chat_template_kwargs or {})
-    template = tools_chat_template(tokenizer)
-    if template is not None:
-        kwargs["chat_template"] = template
+    kwargs = chat_kwargs(tokenizer, chat_template_kwargs)
     for environment, row in zip(environments, rows, strict=True):
         environment.reset(**row)
     tools = [tool_methods(e) for e in environments]
@@ -120,8 +135,3 @@ def run_episodes(
         active = still
         turn += 1
     return rollouts
-
-
-def calls_made(rollout: list[dict]) -> int:
-    """Tool calls of one rollout (TRL's parsed `tool_calls` of its assistant turns)."""
-    return sum(len(m.get("tool_calls") or []) for m in rollout if m.get("role") == "assistant")

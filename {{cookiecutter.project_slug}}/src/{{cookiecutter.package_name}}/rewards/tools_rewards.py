@@ -24,7 +24,7 @@ from .math_rewards import BUDGET_S, gold_text, gold_value, read_final
 PYTHON_ENVIRONMENT = "python"  # rows whose answers are numbers (math-verify)
 
 
-def tool_calls(messages: list[dict]) -> list[dict]:
+def rollout_calls(messages: list[dict]) -> list[dict]:
     """Every tool call of the rollout's assistant turns (TRL's parsed `tool_calls`)."""
     found = []
     for message in messages:
@@ -75,7 +75,7 @@ def tool_call_format(messages: list[dict], **row) -> float:
     """0.5 for a well-formed (parsed) tool call, 0.5 for a final answer."""
     called = any(
         isinstance(c.get("function"), dict) and c["function"].get("name")
-        for c in tool_calls(messages)
+        for c in rollout_calls(messages)
     )
     return 0.5 * called + 0.5 * (final_answer(messages) is not None)
 
@@ -94,4 +94,4 @@ def tool_call_cost(
     messages: list[dict], *, tool_call_cost: float, free_tool_calls: int, **row
 ) -> float:
     """-tool_call_cost per call past free_tool_calls."""
-    return 0.0 - tool_call_cost * max(0, len(tool_calls(messages)) - free_tool_calls)
+    return 0.0 - tool_call_cost * max(0, len(rollout_calls(messages)) - free_tool_calls)

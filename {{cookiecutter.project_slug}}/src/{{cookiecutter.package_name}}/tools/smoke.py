@@ -30,21 +30,16 @@ def scripted_turn(trainer, environment: str) -> list[int]:
     """Token ids of an assistant turn making the environment's example call
     (`tasks/tools_task.py` EXAMPLE_CALLS), as the chat template TRL trains with renders it."""
     from ..environments import tool_calls, tool_methods
+    from ..environments.episodes import assistant_turn, chat_kwargs
     from ..tasks import tools_task
 
     tokenizer = trainer.processing_class
     tools = tool_methods(trainer.environment_factories[environment]())
     call = tool_calls([tools_task.EXAMPLE_CALLS[environment]])
-    kwargs = dict(trainer.chat_template_kwargs or {})
-    if trainer.chat_template is not None:  # TRL's prefix-preserving training template
-        kwargs["chat_template"] = trainer.chat_template
-    prompt = [{"role": "user", "content": "?"}]
     turn = {"role": "assistant", "content": "", "tool_calls": call}
-    before = tokenizer.apply_chat_template(
-        prompt, tools=tools, add_generation_prompt=True, tokenize=False, **kwargs
-    )
-    after = tokenizer.apply_chat_template(prompt + [turn], tools=tools, tokenize=False, **kwargs)
-    return tokenizer(after[len(before) :], add_special_tokens=False)["input_ids"]
+    kwargs = chat_kwargs(tokenizer, trainer.chat_template_kwargs)
+    _, text = assistant_turn(tokenizer, [{"role": "user", "content": "?"}], turn, tools, kwargs)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
 def steer_first_turns(trainer) -> None:

@@ -362,7 +362,7 @@ def teaching_texts(
     the others, the answer at once. Rendered with the row's tools in the chat template TRL will
     use; the spans are the assistant turns, as TRL's tool mask leaves them."""
     from .. import data
-    from ..environments.episodes import tools_chat_template
+    from ..environments.episodes import assistant_turn, chat_kwargs
     from ..tasks import TASK
 
     rows = data.load_training_rows(recipe.script, recipe.task)
@@ -370,15 +370,7 @@ def teaching_texts(
     if environment is not None:
         rows = rows.filter(lambda row: row["environment"] == environment)
     tools_of = data.row_tools(recipe.task)
-    kwargs = dict(recipe.training.chat_template_kwargs or {})
-    template = tools_chat_template(tokenizer)
-    if template is not None:
-        kwargs["chat_template"] = template
-
-    def render(messages, tools, prompt: bool) -> str:
-        return tokenizer.apply_chat_template(
-            messages, tools=tools, add_generation_prompt=prompt, tokenize=False, **kwargs
-        )
+    kwargs = chat_kwargs(tokenizer, recipe.training.chat_template_kwargs)
 
     # Every row is taught SHARE_COPIES times, round(call_share x SHARE_COPIES) of them with the
     # call: the model then calls with about that probability whatever the prompt.
@@ -392,10 +384,11 @@ def teaching_texts(
             spans = []
             for message in TASK.example_rollout(row, recipe.task, copy < calling):
                 if message["role"] == "assistant":
-                    start = len(render(messages, tools, True))
-                    spans.append((start, len(render([*messages, message], tools, False))))
+                    before, text = assistant_turn(tokenizer, messages, message, tools, kwargs)
+                    spans.append((len(before), len(before) + len(text)))
                 messages.append(message)
-            texts.append((render(messages, tools, False), spans))
+            full = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, **kwargs)
+            texts.append((full, spans))
     return texts
 
 
