@@ -56,6 +56,14 @@ TOOL_CALLING_TEMPLATES = frozenset(
     {"qwen2_5", "qwen3", "qwen3_5_think", "qwen3_5_nothink", "llama3_1", "llama3_2",
      "gemma4_v5", "lfm2_2_5_v2", "nemotron_3_nano"}
 )  # fmt: skip
+# Chat templates TRL 1.16 does not ship, carried by the generated project for its offline tiny
+# model (src/<package>/tools/chat_templates/<name>.jinja): the checkpoint's own template, from
+# the source named here. Their renderings are checked against outputs others published
+# (tests/test_catalog.py); a TRL release that ships one makes a test say to use TRL's copy.
+VENDORED_TEMPLATES = {
+    "phi4_mini": "microsoft/Phi-4-mini-instruct tokenizer_config.json `chat_template` (MIT)",
+    "smollm3": "HuggingFaceTB/SmolLM3-3B chat_template.jinja (Apache-2.0)",
+}
 THINKING_SWITCH = "enable_thinking"  # the template variable of Qwen3, Qwen3.5, Gemma 4...
 
 # Tags used in `sources` that neither reference file defines.
@@ -123,7 +131,8 @@ class ModelSpec:
     sources: tuple[str, ...] = field(default=())
     estimated: bool = False  # True for a custom model: sizes derived from the parameter count
     # The checkpoint's chat template: the stem of trl/chat_templates/<name>.jinja, TRL's exact
-    # copy (None: TRL 1.16 ships none for it, and the offline tiny model uses a stand-in).
+    # copy, or of a VENDORED_TEMPLATES file where TRL ships none (None: unknown, a custom model;
+    # the offline tiny model then uses a stand-in ChatML template).
     chat_template: str | None = None
     thinking_switch: str | None = None  # template variable that turns thinking on/off, if any
     prefills_think: bool = False  # in thinking mode the generation prompt already opens <think>
@@ -693,6 +702,7 @@ CATALOG: dict[str, ModelSpec] = {
             thinking=False,
             unsloth_4bit="unsloth/Phi-4-mini-instruct-unsloth-bnb-4bit",
             sources=("MLC", "TFPHI3", "PHIDER"),
+            chat_template="phi4_mini",
         ),
         # --- late-2026 models (shared/reference/model-facts-2026.md) ---
         _qwen3_5(
@@ -807,7 +817,7 @@ CATALOG: dict[str, ModelSpec] = {
             thinking=True,
             unsloth_4bit=None,
             sources=("SMOL", "KHS3", "CALC", "SMOLHFD", "SMOLRM3", "SMOLCT", "SMOLCARD"),
-            chat_template=None,  # not in TRL 1.16 (it injects a dated metadata system block)
+            chat_template="smollm3",  # vendored (TRL 1.16 ships none); a dated metadata block
             thinking_switch=THINKING_SWITCH,
             sampling=Sampling(0.6, 0.95, 0, "SMOLCARD"),
             unsloth_fast_inference=False,  # vLLM serves it through its Transformers backend

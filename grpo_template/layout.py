@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import memory, tuning
+from . import catalog, memory, tuning
 from .answers import Answers
 
 
@@ -25,6 +25,25 @@ def _task_files(task: str, *extra: str) -> tuple[str, ...]:
 
 
 MULTI_GPU = ("multi-gpu", "multi-node")
+# The offline tiny model's chat template where TRL ships none: the checkpoint's own (vendored),
+# or a stand-in ChatML template for a custom model, whose template is unknown when baking.
+CHAT_TEMPLATE_FILE = "src/{{pkg}}/tools/chat_templates/{name}.jinja"
+STAND_IN_TEMPLATE = "stand_in"
+
+
+def _chat_template_variants() -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]:
+    def models(name: str) -> tuple[str, ...]:
+        return tuple(h for h, m in catalog.CATALOG.items() if m.chat_template == name)
+
+    return (
+        *(
+            ("model", models(name), (CHAT_TEMPLATE_FILE.format(name=name),))
+            for name in catalog.VENDORED_TEMPLATES
+        ),
+        ("model", (catalog.CUSTOM,), (CHAT_TEMPLATE_FILE.format(name=STAND_IN_TEMPLATE),)),
+    )
+
+
 # One accelerate config per distribution strategy the tuning plans (tuning.accelerate_config), and
 # FSDP2 for users who prefer it.
 ACCELERATE = (
@@ -71,6 +90,7 @@ VARIANTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("gpu_tier", MULTI_GPU, (*ACCELERATE, "src/{pkg}/training/launch.py", "tests/test_launch.py")),
     ("gpu_tier", ("multi-node",), ("scripts/multinode.sbatch",)),
     ("backend", ("unsloth",), ("src/{pkg}/modeling_unsloth.py", "tests/test_unsloth.py")),
+    *_chat_template_variants(),
 )
 
 # (question, answer, from, to): a variant file that replaces the default one when chosen.

@@ -51,7 +51,6 @@ BASE_FILES = {
     "src/{pkg}/tools/smoke.py",
     "src/{pkg}/tasks/__init__.py",
     "src/{pkg}/tasks/base.py",
-    "src/{pkg}/tools/tiny_chat_template.jinja",
     "src/{pkg}/tools/tiny_model.py",
     "src/{pkg}/tokenizer.py",
     "src/{pkg}/datafiles.py",
@@ -128,9 +127,19 @@ TIER_FILES = {
 BACKEND_FILES = {"transformers": set(), "unsloth": {"tests/test_unsloth.py"}}
 
 
+def model_files(model: str) -> set[str]:
+    """The offline tiny model's chat template where TRL ships none: the checkpoint's own, or
+    the stand-in of a custom model."""
+    from grpo_template import catalog
+
+    name = "stand_in" if model == "custom" else catalog.CATALOG[model].chat_template
+    vendored = name == "stand_in" or name in catalog.VENDORED_TEMPLATES
+    return {f"src/{{pkg}}/tools/chat_templates/{name}.jinja"} if vendored else set()
+
+
 def expected_files(combo) -> set[str]:
     files = BASE_FILES | TASK_FILES[combo["task_type"]] | TIER_FILES.get(combo["gpu_tier"], set())
-    files |= BACKEND_FILES[combo["backend"]]
+    files |= BACKEND_FILES[combo["backend"]] | model_files(combo["model"])
     return {f.format(pkg=combo["package_name"]) for f in files}
 
 

@@ -5,7 +5,7 @@ import json
 import re
 
 import pytest
-from conftest import SHARED
+from conftest import ROOT, SHARED
 
 from grpo_template import catalog
 from grpo_template.memory import lora_parameters
@@ -433,11 +433,18 @@ def render(template: str, messages: list[dict], **kwargs) -> str:
 
 
 TEMPLATED = [s for s in catalog.CATALOG.values() if s.chat_template]
+# The generated project's copies of the templates TRL ships none of (layout.CHAT_TEMPLATE_FILE).
+VENDORED_DIR = (
+    ROOT / "{{cookiecutter.project_slug}}/src/{{cookiecutter.package_name}}/tools/chat_templates"
+)
 
 
 def shipped(name: str) -> str:
+    """The template TRL ships as `name`, or the project's copy of one TRL ships none of."""
     from importlib import resources
 
+    if name in catalog.VENDORED_TEMPLATES:
+        return (VENDORED_DIR / f"{name}.jinja").read_text("utf-8")
     return (resources.files("trl") / "chat_templates" / f"{name}.jinja").read_text("utf-8")
 
 
@@ -446,7 +453,8 @@ def test_chat_template_is_trls_copy_and_its_defaults_are_the_catalogs(spec):
     from trl import chat_template_utils
 
     template = shipped(spec.chat_template)
-    assert template == getattr(chat_template_utils, f"{spec.chat_template}_chat_template")
+    if spec.chat_template not in catalog.VENDORED_TEMPLATES:
+        assert template == getattr(chat_template_utils, f"{spec.chat_template}_chat_template")
     messages = [{"role": "system", "content": "S-MARK"}, {"role": "user", "content": "U-MARK"}]
     prompt = render(template, messages)
     between = prompt[prompt.index("S-MARK") + len("S-MARK") : prompt.index("U-MARK")]
@@ -463,24 +471,139 @@ def test_chat_template_is_trls_copy_and_its_defaults_are_the_catalogs(spec):
     assert spec.prefills_think == on.rstrip().endswith("<think>")
 
 
-def test_models_trl_ships_no_template_for_are_named():
-    """The offline proof of these uses a stand-in ChatML template (the report says so)."""
-    missing = {s.hub_id for s in catalog.CATALOG.values() if not s.chat_template}
-    assert missing == {"microsoft/Phi-4-mini-instruct", "HuggingFaceTB/SmolLM3-3B"}
+def test_only_a_custom_model_has_no_known_chat_template():
+    """Every catalog model's tiny model carries its real template; a custom model's is unknown
+    when baking (its offline proof uses the stand-in ChatML template)."""
+    assert not [s.hub_id for s in catalog.CATALOG.values() if not s.chat_template]
+    assert catalog.lookup(catalog.CUSTOM, "org/model", 7.0).chat_template is None
+
+
+@pytest.mark.parametrize("name", sorted(catalog.VENDORED_TEMPLATES))
+def test_vendored_templates_are_ones_trl_ships_none_of(name):
+    """The project carries a checkpoint's template only while TRL ships none: when a TRL
+    release adds it, this fails and the catalog should name TRL's copy instead."""
+    from importlib import resources
+
+    from trl import chat_template_utils
+
+    assert (VENDORED_DIR / f"{name}.jinja").is_file()
+    assert not (resources.files("trl") / "chat_templates" / f"{name}.jinja").is_file()
+    known = [n for n in dir(chat_template_utils) if n.endswith("_chat_template")]
+    template = shipped(name)
+    assert not [n for n in known if getattr(chat_template_utils, n) == template]
+
+
+# Renderings of the checkpoints' templates that others published (ported cases, not code):
+# (template, messages, add_generation_prompt, kwargs, expected output, source). "{today}" is
+# the date the template writes (strftime_now). Sources:
+# - onnxruntime-genai test/c_api_tests.cc: "From HuggingFace Python output for
+#   'microsoft/Phi-4-mini-instruct'" (a system message carrying `tools`).
+# - the Phi-4-mini-instruct model card ("Chat format").
+# - a SmolLM3 port's test "stock SmolLM3 no-think text" and two SmolLM3 runtimes' prompt
+#   builders ("matches what tokenizer.apply_chat_template() produces in Python"); the system
+#   turn has no <|im_end|>, a quirk of the checkpoint's template kept as it is.
+_PHI_TOOLS = (
+    '[{"name": "calculate_sum", "description": "Calculate the sum of two numbers.", '
+    '"parameters": {"a": {"type": "int"}, "b": {"type": "int"}}}]'
+)
+_SMOL_HEADER = (
+    "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: {today}\n"
+)
+PUBLISHED_RENDERINGS = [
+    (
+        "phi4_mini",
+        [
+            {"role": "system", "content": "System message", "tools": _PHI_TOOLS},
+            {"role": "user", "content": "Hello, can you call some tools for me?"},
+            {"role": "assistant", "content": "Sure, I can calculate the sum for you!"},
+        ],
+        True,
+        {},
+        f"<|system|>System message<|tool|>{_PHI_TOOLS}<|/tool|><|end|><|user|>Hello, can you "
+        "call some tools for me?<|end|><|assistant|>Sure, I can calculate the sum for you!"
+        "<|end|><|assistant|>",
+        "onnxruntime-genai",
+    ),
+    (
+        "phi4_mini",
+        [
+            {"role": "system", "content": "Insert System Message"},
+            {"role": "user", "content": "Insert User Message"},
+        ],
+        True,
+        {},
+        "<|system|>Insert System Message<|end|><|user|>Insert User Message<|end|><|assistant|>",
+        "model card",
+    ),
+    (
+        "smollm3",
+        [
+            {"role": "system", "content": "SYS"},
+            {"role": "user", "content": "USER"},
+            {"role": "assistant", "content": "no yes no"},
+        ],
+        False,
+        {"enable_thinking": False},
+        _SMOL_HEADER + "Reasoning Mode: /no_think\n\n## Custom Instructions\n\nSYS\n\n"
+        "<|im_start|>user\nUSER<|im_end|>\n"
+        "<|im_start|>assistant\n<think>\n\n</think>\nno yes no<|im_end|>\n",
+        "SmolLM3 port test",
+    ),
+    (
+        "smollm3",
+        [{"role": "user", "content": "What is 2+2?"}],
+        True,
+        {"enable_thinking": False},
+        _SMOL_HEADER + "Reasoning Mode: /no_think\n\n## Custom Instructions\n\n"
+        "You are a helpful AI assistant named SmolLM, trained by Hugging Face.\n\n"
+        "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n",
+        "SmolLM3 runtimes",
+    ),
+    (
+        "smollm3",
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello"}],
+        True,
+        {},
+        _SMOL_HEADER + "Reasoning Mode: /think\n\n## Custom Instructions\n\nBe brief.\n\n"
+        "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n",
+        "SmolLM3 runtime (thinking, the default)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "name, messages, generation_prompt, kwargs, expected, source",
+    PUBLISHED_RENDERINGS,
+    ids=lambda v: v if isinstance(v, str) and len(v) < 50 else None,
+)
+def test_vendored_templates_render_what_others_published(
+    name, messages, generation_prompt, kwargs, expected, source
+):
+    import datetime
+
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    rendered, _ = render_jinja_template(
+        conversations=[messages],
+        chat_template=shipped(name),
+        add_generation_prompt=generation_prompt,
+        bos_token="<bos>",
+        eos_token="<eos>",
+        **kwargs,
+    )
+    today = datetime.datetime.now().strftime("%d %B %Y")
+    assert rendered[0] == expected.replace("{today}", today), source
 
 
 def _tokenizer_with(template_name: str):
-    """A word-level tokenizer carrying one of TRL's shipped chat templates (rendering only)."""
-    from importlib import resources
-
+    """A word-level tokenizer carrying a catalog chat template (rendering only)."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     backend = Tokenizer(models.WordLevel({"<unk>": 0}, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>")
-    path = resources.files("trl") / "chat_templates" / f"{template_name}.jinja"
-    tokenizer.chat_template = path.read_text(encoding="utf-8")
+    tokenizer.chat_template = shipped(template_name)
     return tokenizer
 
 
@@ -504,5 +627,5 @@ def test_tool_calling_templates_are_the_ones_trl_trains_tool_calls_with(template
 
 def test_models_without_a_trl_template_offer_no_tool_calling():
     for model in catalog.CATALOG.values():
-        if model.chat_template is None:
+        if model.chat_template is None or model.chat_template in catalog.VENDORED_TEMPLATES:
             assert not model.tool_calling, model.hub_id

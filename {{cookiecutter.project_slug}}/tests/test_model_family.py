@@ -11,18 +11,43 @@ from {{ cookiecutter.package_name }}.tasks import TASK
 from {{ cookiecutter.package_name }}.tools import reward_debug, tiny_model
 
 REAL_TEMPLATE = bool(project.CHAT_TEMPLATE)
+VENDORED = tiny_model.VENDORED_TEMPLATES / f"{project.CHAT_TEMPLATE}.jinja"
 
 
-@pytest.mark.skipif(not REAL_TEMPLATE, reason="TRL ships no chat template for this model")
+@pytest.mark.skipif(not REAL_TEMPLATE, reason="a custom model: its template is unknown offline")
 def test_the_tiny_tokenizer_carries_the_real_models_chat_template(tiny_tokenizer):
     """Byte for byte the file TRL ships, and the copy TRL compares tokenizers against to
-    recognise the model (trl.chat_template_utils)."""
+    recognise the model (trl.chat_template_utils). For a model TRL ships no template of, the
+    checkpoint's own copy in tools/chat_templates/, as long as TRL still ships none."""
     from trl import chat_template_utils
 
     name = project.CHAT_TEMPLATE
     shipped = resources.files("trl") / "chat_templates" / f"{name}.jinja"
+    if VENDORED.is_file():
+        assert not shipped.is_file(), f"TRL now ships {name}.jinja: use it, delete {VENDORED}"
+        assert tiny_tokenizer.chat_template == VENDORED.read_text(encoding="utf-8")
+        return
     assert tiny_tokenizer.chat_template == shipped.read_text(encoding="utf-8")
     assert tiny_tokenizer.chat_template == getattr(chat_template_utils, f"{name}_chat_template")
+
+
+def test_generation_stops_where_the_template_ends_a_turn(tiny_tokenizer, tiny_model_dir, recipe):
+    """The first special token the template writes after an assistant's text is one the
+    checkpoint's generation config stops on (TRL stops on those and the tokenizer's eos), so
+    completions end where the model ends its turn instead of running to the length cap."""
+    from transformers import GenerationConfig
+
+    stops = GenerationConfig.from_pretrained(tiny_model_dir).eos_token_id
+    stops = {stops} if isinstance(stops, int) else set(stops)
+    kwargs = recipe.training.chat_template_kwargs or {}
+    messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+    text = tiny_tokenizer.apply_chat_template(messages, tokenize=False, **kwargs)
+    after = tiny_tokenizer(text[text.rindex("Hello") + len("Hello") :], add_special_tokens=False)
+    special = set(
+        tiny_tokenizer.convert_tokens_to_ids(list(tiny_model.TOKENS[project.CHAT_TEMPLATE].all))
+    )
+    ends = [token for token in after["input_ids"] if token in special]
+    assert ends and ends[0] in stops, (text, tiny_tokenizer.convert_ids_to_tokens(ends), stops)
 
 
 def test_the_templates_special_tokens_are_single_tokens(tiny_tokenizer, sample_rows, recipe):

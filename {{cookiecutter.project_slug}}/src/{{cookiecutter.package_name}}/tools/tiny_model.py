@@ -5,7 +5,8 @@ writes a ~200k-parameter model of the same architecture family as the project's 
 LoRA target modules match, and a vision-language checkpoint keeps its towers) and a byte-level
 BPE tokenizer trained on the sample data. The tokenizer carries the real model's chat template,
 read from the installed TRL package (`trl/chat_templates/`, TRL's exact copies of the templates
-checkpoints ship), and the special tokens that template writes, so offline runs render prompts
+checkpoints ship) or, for a model TRL ships none of, from `chat_templates/` here (the
+checkpoint's own), and the special tokens that template writes, so offline runs render prompts
 exactly as the real model would: prefilled `<think>`, folded system prompts, dated headers.
 GRPO uses the checkpoint's own template (TRL swaps in its `_training` variant when it trains
 tool calls and the own one is not prefix-preserving), so that is the one copied. For an agent
@@ -39,6 +40,9 @@ class TemplateTokens:
     # Markup the real tokenizer keeps whole without being special (decoding keeps it): Qwen's
     # tool-call and thinking tags. Added for agent tasks, whose tool calls are written in it.
     added: tuple[str, ...] = ()
+    # Turn ends the checkpoint's generation_config stops on besides eos (Phi-4-mini's eos is
+    # <|endoftext|> while its turns end with <|end|>): TRL stops generation on both.
+    stops: tuple[str, ...] = ()
 
     @property
     def all(self) -> list[str]:
@@ -61,9 +65,21 @@ _GEMMA3_IMAGE = ("<start_of_image>", "<end_of_image>", "<image_soft_token>")
 # Gemma 4: image / audio placeholders and their begin/end markers (the config's token ids).
 _GEMMA4_MEDIA = ("<|image|>", "<|audio|>", "<|video|>", "<|image>", "<image|>", "<|audio>",
                  "<audio|>")  # fmt: skip
-# By the template's TRL file stem ("": the stand-in for a model TRL ships no template of).
+# By the template's file stem ("": the stand-in ChatML template of a custom model).
 TOKENS: dict[str, TemplateTokens] = {
     "": _QWEN,
+    # Phi-4-mini: config bos/eos/pad <|endoftext|> (199999); turns end with <|end|> (200020),
+    # which its generation_config lists first among the eos ids.
+    "phi4_mini": TemplateTokens(
+        ("<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>", "<|tool|>",
+         "<|/tool|>"),
+        "<|endoftext|>", "<|endoftext|>", "<|endoftext|>", stops=("<|end|>",),
+    ),
+    # SmolLM3: Llama 3 vocabulary with ChatML turns; eos <|im_end|>, pad the fine-tuning pad id.
+    "smollm3": TemplateTokens(
+        ("<|begin_of_text|>", "<|im_start|>", "<|im_end|>", "<|finetune_right_pad_id|>"),
+        "<|im_end|>", "<|finetune_right_pad_id|>", "<|begin_of_text|>",
+    ),
     "qwen2_5": _QWEN,
     "qwen3": _QWEN,
     "qwen3_5_think": TemplateTokens(
@@ -108,13 +124,19 @@ AGENT_VOCAB = 4096
 TEACH_STEPS = 300  # a taught rollout's call is then sampled whole (tests/test_agent_learning)
 TEACH_CONTEXT = 128
 SHARE_COPIES = 10  # copies of each row taught when only a share of the rollouts calls a tool
-STAND_IN_TEMPLATE = Path(__file__).with_name("tiny_chat_template.jinja")
+# The chat templates TRL ships none of (the checkpoint's own), and the stand-in of a custom model.
+VENDORED_TEMPLATES = Path(__file__).with_name("chat_templates")
+STAND_IN_TEMPLATE = VENDORED_TEMPLATES / "stand_in.jinja"
 
 
 def chat_template_text(name: str = CHAT_TEMPLATE) -> str:
-    """The chat template `name` as TRL ships it ("": the stand-in ChatML template)."""
+    """The chat template `name` as TRL ships it, or the checkpoint's own copy in
+    `chat_templates/` where TRL ships none ("": the stand-in ChatML template)."""
     if not name:
         return STAND_IN_TEMPLATE.read_text(encoding="utf-8")
+    vendored = VENDORED_TEMPLATES / f"{name}.jinja"
+    if vendored.is_file():
+        return vendored.read_text(encoding="utf-8")
     from importlib import resources
 
     path = resources.files("trl") / "chat_templates" / f"{name}.jinja"
@@ -476,7 +498,10 @@ def build_tiny_model(
     _mute_whitespace_tokens(model, tokenizer)
     if texts and call_share is not None:
         teach(model, tokenizer, texts, seed=seed)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    stops = [_token_id(tokenizer, token) for token in TOKENS[template].stops]
+    model.generation_config.eos_token_id = (
+        [*stops, tokenizer.eos_token_id] if stops else (tokenizer.eos_token_id)
+    )
     model.generation_config.pad_token_id = model.config.get_text_config().pad_token_id
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
