@@ -38,10 +38,15 @@ def scripted(ideal_of, solved):
 
 
 @pytest.fixture(scope="module")
-def ideal_of(recipe, tiny_tokenizer):
-    """{chat prompt: its ideal completion} for the sample data, as the filter builds prompts."""
+def ideal_of(tiny_model_dir, tiny_tokenizer, tmp_path_factory):
+    """{chat prompt: its ideal completion} for the sample data, as the filter builds prompts
+    from the recipe the tests run it with (--smoke: its own prompt-length limit, which a long
+    chat template header, such as SmolLM3's, can reach on the tiny tokenizer)."""
+    from {{ cookiecutter.package_name }}.config import recipe_from
     from {{ cookiecutter.package_name }}.tokenizer import ready_for_generation
 
+    argv = base_args(tiny_model_dir, tmp_path_factory.mktemp("ideal"))
+    recipe = recipe_from(*difficulty.parse_args(argv), read_only=True)
     _, prompts, _ = difficulty.training_prompts(recipe, ready_for_generation(tiny_tokenizer), None)
     return {json.dumps(row["prompt"]): TASK.ideal_completion(row, recipe.task) for row in prompts}
 
