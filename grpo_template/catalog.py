@@ -153,6 +153,19 @@ class ModelSpec:
     qlora: bool = True  # False where the publisher's fine-tuning guide advises against 4-bit
     unsloth: str = ""  # why backend=unsloth cannot train it ("": it can)
     unsloth_fast_inference: bool = True  # Unsloth's vLLM path serves this architecture
+    system_prompt_note: str = ""  # how the chat template writes a system prompt, if unusual
+
+    @property
+    def system_prompt_handling(self) -> str:
+        """What the recipe's system_prompt comment says about this model's chat template."""
+        if self.system_prompt_note:
+            return self.system_prompt_note
+        if not self.system_role:
+            return (
+                "this model has no system turn: its template puts the system prompt at the start "
+                "of the first user message"
+            )
+        return ""
 
     @property
     def params_b(self) -> float:
@@ -818,6 +831,10 @@ CATALOG: dict[str, ModelSpec] = {
             unsloth_4bit=None,
             sources=("SMOL", "KHS3", "CALC", "SMOLHFD", "SMOLRM3", "SMOLCT", "SMOLCARD"),
             chat_template="smollm3",  # vendored (TRL 1.16 ships none); a dated metadata block
+            system_prompt_note=(
+                "SmolLM3's template writes it under '## Custom Instructions' in a system block "
+                "that also holds today's date; /think or /no_think in it overrides enable_thinking"
+            ),
             thinking_switch=THINKING_SWITCH,
             sampling=Sampling(0.6, 0.95, 0, "SMOLCARD"),
             unsloth_fast_inference=False,  # vLLM serves it through its Transformers backend

@@ -100,7 +100,16 @@ def sections(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> l
                 "answer_column", task.answer_column, "column with the gold answer", is_default=True
             ),
             Entry(
-                "system_prompt", task.system_prompt, "states the output format the rewards check"
+                "system_prompt",
+                task.system_prompt,
+                "; ".join(
+                    n
+                    for n in (
+                        "states the output format the rewards check",
+                        model.system_prompt_handling,
+                    )
+                    if n
+                ),
             ),
             Entry(
                 "max_prompt_tokens",

@@ -52,6 +52,21 @@ def test_recipe_is_the_plan_and_every_value_is_explained(combo):
     assert not unexplained
 
 
+@pytest.mark.parametrize(
+    "model, says",
+    [
+        ("google/gemma-3-1b-it", "no system turn"),  # folded into the first user message
+        ("HuggingFaceTB/SmolLM3-3B", "/no_think in it overrides enable_thinking"),
+        ("Qwen/Qwen3.5-2B", None),  # a system turn of its own: nothing to say
+    ],
+)
+def test_the_system_prompt_comment_says_how_the_models_template_writes_it(model, says):
+    combo = next(c for c in VALID if c["model"] == model)
+    line = next(x for x in rendered(combo)[1].splitlines() if x.startswith("system_prompt:"))
+    comment = line.split("  # ", 1)[1]
+    assert (says in comment) if says else comment == "states the output format the rewards check"
+
+
 @pytest.fixture(scope="module")
 def project_parsers(cookies_session):
     """parse_recipe of a baked project per task: each recipe is parsed by its own project's
