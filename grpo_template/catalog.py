@@ -154,6 +154,8 @@ class ModelSpec:
     unsloth: str = ""  # why backend=unsloth cannot train it ("": it can)
     unsloth_fast_inference: bool = True  # Unsloth's vLLM path serves this architecture
     system_prompt_note: str = ""  # how the chat template writes a system prompt, if unusual
+    # transformers has an AutoModelForSequenceClassification class for it (a reward-model base)
+    sequence_classifier: bool = True
 
     @property
     def system_prompt_handling(self) -> str:
@@ -327,6 +329,7 @@ def _gemma4(
         system_role=True,
         thinking=False,
         unsloth_4bit=f"unsloth/gemma-4-{size}-it-unsloth-bnb-4bit",
+        sequence_classifier=False,
         sources=(
             "GDM4",
             "GCPP",
@@ -870,6 +873,7 @@ CATALOG: dict[str, ModelSpec] = {
             # the recipe's temperature (Unsloth's LFM2.5 notebook samples at 1.0).
             sampling=Sampling(0.1, 0.1, 50, "LFMCARD"),
             unsloth_fast_inference=False,  # its GRPO notebook generates without vLLM
+            sequence_classifier=False,
         ),
         _spec(
             hub_id="nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
@@ -906,6 +910,7 @@ CATALOG: dict[str, ModelSpec] = {
             active_intermediate=6 * 1856 + 3712,
             lora_params_per_rank=709_952,
             sampling=Sampling(1.0, 1.0, 0, "USTUDIO"),
+            sequence_classifier=False,
             unsloth=(
                 "Unsloth 2026.10.9 has no GRPO recipe for this hybrid Mamba mixture of experts "
                 "(no pre-quantized repo, vLLM fast_inference not verified for NemotronH)"

@@ -112,10 +112,15 @@ def values(answers: Answers) -> dict:
 
 def _values(answers: Answers) -> dict:
     plan = answers.plan
+    reward_base = reward_model.plan(plan).model
     return {
         "model_id": plan.model.hub_id,
         "tiny_arch": plan.model.tiny_arch,
         "chat_template": plan.model.chat_template or "",
+        # The reward-model recipe's base (the policy's, or a catalog model that transformers
+        # loads as a sequence classifier): the offline tiny reward model copies its shape.
+        "reward_tiny_arch": reward_base.tiny_arch,
+        "reward_chat_template": reward_base.chat_template or "",
         "recommended_sampling": recommended_sampling(plan.model, plan.thinking),
         "sample_data": plan.task.sample_data,
         "recipe_yaml": recipe.render(

@@ -180,21 +180,36 @@ def plan(grpo_plan: tuning.Plan) -> RewardPlan:
     quantization = stack.BITSANDBYTES in stack.gpu_dependencies(grpo_plan)
     notes = []
     model = grpo_plan.model
-    found = _search(model, tier, max_length, quantization)
+    found = _search(model, tier, max_length, quantization) if model.sequence_classifier else None
     if found is None:
+        # The largest catalog model below the policy that transformers loads as a sequence
+        # classifier, ungated unless the policy is, and that fits.
         smaller = [
             m
             for m in sorted(CATALOG.values(), key=lambda m: m.params, reverse=True)
-            if m.params < model.params
+            if m.params <= model.params
+            and m.hub_id != model.hub_id
+            and m.sequence_classifier
+            and (model.gated or not m.gated)
         ]
         for candidate in smaller:
             found = _search(candidate, tier, max_length, quantization)
             if found is not None:
                 how = "even with QLoRA" if quantization else "with LoRA (QLoRA needs bitsandbytes)"
+                why = (
+                    f"{model.hub_id} does not fit one {tier.name} device as a reward model {how}"
+                    if model.sequence_classifier
+                    else f"transformers has no sequence-classification class for {model.hub_id} "
+                    f"({model.architecture})"
+                )
                 notes.append(
-                    f"{model.hub_id} does not fit one {tier.name} device as a reward model {how}: "
-                    f"the base is {candidate.hub_id}, the largest catalog model that fits (or "
-                    "train it sharded: accelerate launch with ZeRO-3)"
+                    f"{why}: the base is {candidate.hub_id}, the largest catalog model no larger "
+                    "that fits"
+                    + (
+                        " (or train it sharded: accelerate launch with ZeRO-3)"
+                        if model.sequence_classifier
+                        else ""
+                    )
                 )
                 model = candidate
                 break
@@ -429,7 +444,7 @@ def values(grpo_plan: tuning.Plan, tracker: str) -> dict:
 
 def _model_comment(grpo_plan: tuning.Plan, rm: RewardPlan) -> str:
     same = rm.model.hub_id == grpo_plan.model.hub_id
-    base = "the policy's base model" if same else "smaller than the policy (see NOTE)"
+    base = "the policy's base model" if same else "not the policy's base model (see NOTE)"
     gated = "; gated: accept its licence on the Hub first" if rm.model.gated else ""
     return f"{base}, loaded with a one-output score head{gated}"
 

@@ -471,6 +471,17 @@ def test_chat_template_is_trls_copy_and_its_defaults_are_the_catalogs(spec):
     assert spec.prefills_think == on.rstrip().endswith("<think>")
 
 
+@pytest.mark.parametrize("spec", list(catalog.CATALOG.values()), ids=lambda s: s.hub_id)
+def test_sequence_classifier_is_what_transformers_can_load(spec):
+    """Whether the installed transformers maps the checkpoint's model type to a sequence
+    classifier (what a reward model trained from it loads as)."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES as CLASSIFIERS,
+    )
+
+    assert spec.sequence_classifier == (spec.tiny_arch in CLASSIFIERS)
+
+
 def test_only_a_custom_model_has_no_known_chat_template():
     """Every catalog model's tiny model carries its real template; a custom model's is unknown
     when baking (its offline proof uses the stand-in ChatML template)."""

@@ -86,6 +86,23 @@ def test_a_model_too_big_for_one_device_trains_a_smaller_catalog_base():
     assert f'model_name_or_path: "{rm.model.hub_id}"' in reward_model.render(big, "none")
 
 
+@pytest.mark.parametrize(
+    "hub_id", [h for h, m in catalog.CATALOG.items() if not m.sequence_classifier]
+)
+def test_a_model_transformers_cannot_load_as_a_classifier_trains_another_base(hub_id):
+    """Gemma 4, LFM2.5 and Nemotron-H have no AutoModelForSequenceClassification class: the
+    reward model's base is a catalog model that has one (no larger, ungated), and the recipe
+    says why."""
+    combo = next(c for c in VALID if c["model"] == hub_id)
+    grpo_plan = Answers.from_context(combo).plan
+    rm = reward_model.plan(grpo_plan)
+    assert rm.model.sequence_classifier and rm.model.params <= grpo_plan.model.params
+    assert not rm.model.gated
+    text = reward_model.render(grpo_plan, "none")
+    assert "no sequence-classification class" in text
+    assert f'model_name_or_path: "{rm.model.hub_id}"' in text
+
+
 def representatives():
     """One combination per (tier, backend, fine-tuning mode): the recipe's shape varies with
     these (precision, checkpointing key, LoRA/QLoRA fields); every tier is covered."""

@@ -11,6 +11,10 @@ BACKEND = {{ cookiecutter.backend | tojson }}
 GPU_TIER = {{ cookiecutter.gpu_tier | tojson }}
 TINY_ARCH = {{ grpo("tiny_arch") | tojson }}
 CHAT_TEMPLATE = {{ grpo("chat_template") | tojson }}  # trl/chat_templates/<name>.jinja ("": none)
+# The reward-model recipe's base model (configs/reward_model.yaml): its offline tiny stand-in's
+# architecture and chat template.
+REWARD_TINY_ARCH = {{ grpo("reward_tiny_arch") | tojson }}
+REWARD_CHAT_TEMPLATE = {{ grpo("reward_chat_template") | tojson }}
 # The model card's recommended sampling for the chat mode the recipe renders [its source]: what
 # evaluate and infer decode with by default (inference.Decoding); None: greedy.
 RECOMMENDED_SAMPLING = {{ grpo("recommended_sampling") }}

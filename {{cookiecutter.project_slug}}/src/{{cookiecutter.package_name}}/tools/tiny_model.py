@@ -24,7 +24,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..project import CHAT_TEMPLATE, SAMPLE_DATA, TINY_ARCH
+from ..project import (
+    CHAT_TEMPLATE,
+    REWARD_CHAT_TEMPLATE,
+    REWARD_TINY_ARCH,
+    SAMPLE_DATA,
+    TINY_ARCH,
+)
 
 
 @dataclass(frozen=True)
@@ -521,14 +527,20 @@ def ensure_tiny_model(path: Path, default_dir: Path, recipe=None) -> None:
     build_tiny_model(default_dir, recipe=recipe)
 
 
-def build_tiny_reward_model(out_dir: Path, seed: int = 0) -> Path:
-    """A tiny random sequence-classification reward model (one score per text) with the same
-    tokenizer, for offline runs of a recipe with `reward_model`."""
+def build_tiny_reward_model(
+    out_dir: Path,
+    seed: int = 0,
+    arch: str = REWARD_TINY_ARCH,
+    template: str = REWARD_CHAT_TEMPLATE,
+) -> Path:
+    """A tiny random sequence-classification reward model (one score per text), for offline
+    runs of a recipe with `reward_model`: the architecture and chat template of the reward-model
+    recipe's base, so its LoRA targets and rendered texts are the real ones."""
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    tokenizer = build_tokenizer()
-    config = _config("qwen2", tokenizer)
+    tokenizer = build_tokenizer(template=template)
+    config = _config(arch, tokenizer)
     config.num_labels = 1
     torch.manual_seed(seed)
     model = AutoModelForSequenceClassification.from_config(config)
