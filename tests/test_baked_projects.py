@@ -15,6 +15,33 @@ pytestmark = pytest.mark.slow
 
 TASKS = ("math", "code", "json", "classification", "custom")
 TIERS = ("24GB", "cpu", "16GB", "48GB", "80GB", "141GB", "multi-gpu", "multi-node")
+CUSTOM_MODEL = {
+    "model": "custom",
+    "custom_model_id": "mistralai/Mistral-7B-Instruct-v0.3",
+    "custom_model_params_b": "7.2",
+}
+# Every model family (and a custom id) bakes in a cell that runs its project's own `make test`
+# and `make smoke` with its real chat template, its tiny model's architecture (LoRA targets,
+# towers, hybrid attention, experts) and its tier's plan: the whole suite on the 24GB tier, the
+# math suite without the slow tests (learning, kill-and-resume, reward-model training: minutes
+# each for every family) on the other tiers. The default model runs the math and tools suites
+# on 24GB (the 2-process DDP test included), tools on the CPU tier and every other task x tier.
+CELL_MODELS = {
+    "code-24GB": {"model": "meta-llama/Llama-3.2-1B-Instruct"},
+    "json-24GB": {"model": "google/gemma-3-1b-it"},  # folds the system prompt
+    "classification-24GB": {"model": "HuggingFaceTB/SmolLM3-3B"},  # the project's own copy
+    "custom-24GB": {"model": "microsoft/Phi-4-mini-instruct"},  # fused projections, <|end|>
+    "math-cpu": {"model": "Qwen/Qwen3-1.7B"},  # thinking
+    "math-16GB": {"model": "LiquidAI/LFM2.5-1.2B-Instruct"},  # short convolutions
+    "math-48GB": {"model": "google/gemma-4-E2B-it"},  # multimodal, KV sharing
+    "math-80GB": {"model": "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"},  # Mamba, experts
+    "math-141GB": {"model": "Qwen/Qwen3.5-4B"},  # hybrid attention, thinking by default
+    "math-multi-gpu": {"model": "Qwen/Qwen2.5-1.5B-Instruct"},
+    "math-multi-node": CUSTOM_MODEL,
+}
+# Architectures no whole-suite cell bakes: the smoke run trains, merges and reloads their tiny
+# model, and the project's family tests run.
+FAMILIES = {"gemma3-multimodal": {"model": "google/gemma-3-4b-it", "gpu_tier": "48GB"}}
 # The agent task on the default tier (its whole suite, the tool-use learning test included) and
 # on the CPU tier; its plan differs from the others' only in length and the tool-turn cap. Each
 # records to a tracker (its suite's tests/test_tracking.py): TensorBoard and W&B (offline). The
@@ -27,28 +54,8 @@ GRID = {
 GRID |= {
     f"{task}-{tier}": {"task_type": task, "gpu_tier": tier} for task in TASKS for tier in TIERS
 }
-# One model of every other architecture family (different LoRA targets, a multimodal tower, a
-# custom id, hybrid attention, a mixture of experts): the smoke run trains, merges and reloads the
-# tiny model of that family (the default model's, Qwen3.5 hybrid attention, runs in GRID).
-FAMILIES = {
-    "qwen2.5": {"model": "Qwen/Qwen2.5-1.5B-Instruct"},
-    "qwen3-thinking": {"model": "Qwen/Qwen3-1.7B", "gpu_tier": "16GB"},
-    "llama": {"model": "meta-llama/Llama-3.2-1B-Instruct", "tracker": "tensorboard"},
-    "gemma3-text": {"model": "google/gemma-3-1b-it"},
-    "gemma3-multimodal": {"model": "google/gemma-3-4b-it", "gpu_tier": "48GB"},
-    "phi3-fused-projections": {"model": "microsoft/Phi-4-mini-instruct", "gpu_tier": "80GB"},
-    "gemma4-multimodal-kv-sharing": {"model": "google/gemma-4-E2B-it"},
-    "nemotron-mamba-moe": {
-        "model": "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
-        "gpu_tier": "80GB",
-    },
-    "custom": {
-        "model": "custom",
-        "custom_model_id": "mistralai/Mistral-7B-Instruct-v0.3",
-        "custom_model_params_b": "7.2",
-        "gpu_tier": "141GB",
-    },
-}
+for _cell_name, _model in CELL_MODELS.items():
+    GRID[_cell_name] = {**GRID[_cell_name], **_model}
 
 
 def make(project: Path, target: str, python: str = sys.executable, env=None, extra=()):
@@ -85,7 +92,7 @@ def make_test_arguments(task: str, tier: str) -> list[str]:
             shared = " ".join(f"--ignore=tests/{name}.py" for name in TOOLS_SHARED_TESTS)
             return [f'ARGS=-m "not distributed" {shared}']
         return [] if task == "math" else ['ARGS=-m "not distributed"']
-    if task == "math":  # the math project's suite on every tier, without slow tests
+    if task == "math":  # another model family's suite on every tier, without slow tests
         return ['ARGS=-m "distributed or not slow"' if multi else 'ARGS=-m "not slow"']
     files = [*TIER_TESTS, "tests/test_launch.py"] if multi else TIER_TESTS
     if task == "tools":  # its tracker records a run
@@ -124,14 +131,12 @@ def run_family_tests(project: Path):
 def test_every_architecture_family_runs_the_smoke_pipeline(cookies, variant):
     project = bake_ok(cookies, **FAMILIES[variant])
     check_smoke_output(project, make(project, "smoke"))
-    if FAMILIES[variant]["model"] in TEMPLATE_FAMILIES.values():
-        run_family_tests(project)
+    run_family_tests(project)
 
 
 def template_families() -> dict[str, str]:
     """One catalog model per (tiny architecture, chat template, chat_template_kwargs of the
-    default task), a FAMILIES model or the default one (GRID runs its tests) where one stands for
-    it."""
+    default task), a GRID model (its whole suite runs there) where one stands for it."""
     from grpo_template import tasks, tuning
 
     smoke = [*COVERED]
@@ -144,9 +149,11 @@ def template_families() -> dict[str, str]:
     return chosen
 
 
-# Models whose baked project runs tests/test_model_family.py elsewhere: FAMILIES (with the
-# smoke run) and the default model (every GRID project's `make test`).
-COVERED = {f["model"] for f in FAMILIES.values()} | {catalog.DEFAULT_MODEL}
+# Models whose baked project runs tests/test_model_family.py elsewhere: in GRID (the whole
+# suite) or FAMILIES.
+COVERED = {
+    cell.get("model", catalog.DEFAULT_MODEL) for cell in [*GRID.values(), *FAMILIES.values()]
+} - {catalog.CUSTOM}
 TEMPLATE_FAMILIES = template_families()
 
 
@@ -165,6 +172,22 @@ def fitting_tier(hub_id: str) -> str:
 def test_every_chat_template_family_renders_like_the_real_model(cookies, hub_id):
     """The families the smoke runs above do not cover: their own family checks."""
     run_family_tests(bake_ok(cookies, model=hub_id, gpu_tier=fitting_tier(hub_id)))
+
+
+def test_every_model_family_runs_its_suite_in_the_grid():
+    """Each catalog family (and a custom id) bakes in a cell that runs its `make test`: whole,
+    or without the slow tests, on the tiers other than 24GB."""
+    suites = (
+        [],
+        ['ARGS=-m "not distributed"'],
+        ['ARGS=-m "not slow"'],
+        ['ARGS=-m "distributed or not slow"'],
+    )
+    cells = [c for n, c in GRID.items() if make_test_arguments(**_cell(n)) in suites]
+    models = {cell.get("model", catalog.DEFAULT_MODEL) for cell in cells}
+    families = {catalog.CATALOG[m].family for m in models - {catalog.CUSTOM}}
+    assert families == {m.family for m in catalog.CATALOG.values()}
+    assert catalog.CUSTOM in models
 
 
 def test_every_catalog_model_has_its_family_checked():

@@ -10,10 +10,12 @@ only): the mean reward of the last logged steps must be far above the first ones
 
 import pytest
 
-from {{ cookiecutter.package_name }}.project import BACKEND
+from {{ cookiecutter.package_name }}.project import BACKEND, TINY_ARCH
 
 REWARD = "tests.test_learning.starts_with_a_target_token"
-STEPS = 60
+# Gemma 4's tiny model learns the toy task more slowly: a run reached 0.875 by step 60 and 1.0
+# by 80 (its steps also take several times longer on the CPU).
+STEPS = 80 if TINY_ARCH == "gemma4" else 60
 # Full fine-tuning where the backend allows it (as measured with bare TRL); the Unsloth backend
 # trains LoRA adapters only, so lm_head trains in full beside them (adapters alone on a 2-layer
 # model with random weights move the first token too slowly for 60 steps).

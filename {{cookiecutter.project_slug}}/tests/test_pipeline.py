@@ -48,16 +48,21 @@ def test_merge_refuses_to_overwrite(trained_run, tmp_path):
         merge.merge([str(trained_run), "--output", str(tmp_path / "merged")])
 
 
-def test_merge_check_catches_a_merge_that_lost_the_adapter(tiny_model_dir, tmp_path, monkeypatch):
+def test_merge_check_catches_a_merge_that_lost_the_adapter(
+    tiny_model_dir, tmp_path, monkeypatch, recipe
+):
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoTokenizer
 
     from {{ cookiecutter.package_name }}.inference import model_class
 
-    # An adapter with large random weights, so it clearly changes the outputs.
+    # An adapter with large random weights, so it clearly changes the outputs, on the recipe's
+    # targets, or on a full fine-tuning tier the attention projections (PEFT refuses
+    # `all-linear` on a Mamba model such as Nemotron-H).
     base = model_class(str(tiny_model_dir)).from_pretrained(tiny_model_dir)
-    config = LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False)
+    targets = recipe.model.lora_target_modules or ["q_proj", "v_proj", "qkv_proj"]
+    config = LoraConfig(r=4, target_modules=targets, init_lora_weights=False)
     model = get_peft_model(base, config)
     with torch.no_grad():
         for name, param in model.named_parameters():
