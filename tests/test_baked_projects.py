@@ -92,8 +92,11 @@ def make_test_arguments(task: str, tier: str) -> list[str]:
             shared = " ".join(f"--ignore=tests/{name}.py" for name in TOOLS_SHARED_TESTS)
             return [f'ARGS=-m "not distributed" {shared}']
         return [] if task == "math" else ['ARGS=-m "not distributed"']
-    if task == "math":  # another model family's suite on every tier, without slow tests
-        return ['ARGS=-m "distributed or not slow"' if multi else 'ARGS=-m "not slow"']
+    if task == "math":  # another model family's suite on every tier, without slow tests; the
+        # 2-process DDP test also on the multi-node tier (it runs on 24GB with the default model)
+        return [
+            'ARGS=-m "distributed or not slow"' if tier == "multi-node" else 'ARGS=-m "not slow"'
+        ]
     files = [*TIER_TESTS, "tests/test_launch.py"] if multi else TIER_TESTS
     if task == "tools":  # its tracker records a run
         files = [*files, "tests/test_tracking.py"]
