@@ -196,20 +196,15 @@ def plan(grpo_plan: tuning.Plan) -> RewardPlan:
             found = _search(candidate, tier, max_length, quantization)
             if found is not None:
                 how = "even with QLoRA" if quantization else "with LoRA (QLoRA needs bitsandbytes)"
-                why = (
-                    f"{model.hub_id} does not fit one {tier.name} device as a reward model {how}"
-                    if model.sequence_classifier
-                    else f"transformers has no sequence-classification class for {model.hub_id} "
-                    f"({model.architecture})"
+                base = (
+                    f"the base is {candidate.hub_id}, the largest catalog model no larger that fits"
                 )
                 notes.append(
-                    f"{why}: the base is {candidate.hub_id}, the largest catalog model no larger "
-                    "that fits"
-                    + (
-                        " (or train it sharded: accelerate launch with ZeRO-3)"
-                        if model.sequence_classifier
-                        else ""
-                    )
+                    f"{model.hub_id} does not fit one {tier.name} device as a reward model {how}: "
+                    f"{base} (or train it sharded: accelerate launch with ZeRO-3)"
+                    if model.sequence_classifier
+                    else f"transformers has no sequence-classification class for {model.hub_id} "
+                    f"({model.architecture}): {base}"
                 )
                 model = candidate
                 break

@@ -7,7 +7,7 @@ import re
 import pytest
 from conftest import ROOT, SHARED
 
-from grpo_template import catalog
+from grpo_template import catalog, layout
 from grpo_template.memory import lora_parameters
 
 FACTS = SHARED / "reference" / "model-facts.json"
@@ -435,8 +435,10 @@ def render(template: str, messages: list[dict], **kwargs) -> str:
 TEMPLATED = [s for s in catalog.CATALOG.values() if s.chat_template]
 # The generated project's copies of the templates TRL ships none of (layout.CHAT_TEMPLATE_FILE).
 VENDORED_DIR = (
-    ROOT / "{{cookiecutter.project_slug}}/src/{{cookiecutter.package_name}}/tools/chat_templates"
-)
+    ROOT
+    / "{{cookiecutter.project_slug}}"
+    / layout.CHAT_TEMPLATE_FILE.format(name="x").format(pkg="{{cookiecutter.package_name}}")
+).parent
 
 
 def shipped(name: str) -> str:
