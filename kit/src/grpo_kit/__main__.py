@@ -1,0 +1,7 @@
+"""`python -m grpo_kit` is `grpo`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

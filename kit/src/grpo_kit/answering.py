@@ -1,0 +1,202 @@
+"""Answering prompts with a trained model: what a project's infer script composes
+(`starters/scripts/infer.py`): its options, the prompts (one, or a JSONL file), an agent's
+episodes (its tools really run, the loop TRL trains with: environments/episodes.py), the
+interactive chat, and the output.
+
+`--model` takes a merged folder, a training output folder (LoRA adapter on its base model) or a
+Hub id. The system prompt defaults to the recipe's, so the model sees the format it was trained
+on. Decoding defaults to the model card's recommended sampling ([tool.grpo]
+recommended_sampling), greedy when there is none; `--temperature/--top-p/--top-k` change it,
+`--greedy` decodes greedily and `--seed` makes sampling repeatable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .errors import UserError
+from .generation import add_decoding_options, chat, decoding_from
+from .project import load as load_project
+from .recipe import add_recipe_options, recipe_from
+from .task import message_text
+
+logger = logging.getLogger(__name__)
+
+
+def parse_args(argv: Sequence[str] | None, prog: str = "grpo infer") -> argparse.Namespace:
+    """The infer command's options, with the recipe (`args.recipe`) giving the defaults; for an
+    agent task, `args.agent` is (environment factory, tool-calling turn cap), else None."""
+    project = load_project()
+    agent_task = project.task.environments is not None
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Generate answers with a trained (merged or adapter) model.",
+        epilog="Other options (--config PATH, --smoke, recipe fields) choose the recipe whose "
+        "output_dir, system_prompt and prompt_column give the defaults.",
+    )
+    parser.add_argument(
+        "--model", type=Path, default=None, help="model folder (default: output_dir/merged)"
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prompt", help="one prompt (the user message)")
+    source.add_argument(
+        "--prompts-file",
+        type=Path,
+        help='JSONL file; each line {"prompt": ...} (or the recipe\'s prompt_column)',
+    )
+    if agent_task:
+        source.add_argument(
+            "--interactive", action="store_true", help="chat turn by turn (empty line: quit)"
+        )
+        parser.add_argument("--environment", help="the tools' environment (default: the recipe's)")
+    parser.add_argument("--output", type=Path, help="write {prompt, completion} JSONL here")
+    parser.add_argument("--limit", type=int, default=None, help="use only the first N prompts")
+    parser.add_argument(
+        "--system-prompt", default=None, help="system message (default: the recipe's)"
+    )
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="default 256")
+    parser.add_argument("--batch-size", type=int, default=8, help="prompts per generate call")
+    parser.add_argument(
+        "--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32"]
+    )
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
+    parser.add_argument("--seed", type=int, help="seed for sampling (default: a fresh one)")
+    add_decoding_options(parser, project)
+    add_recipe_options(parser)
+    args, overrides = parser.parse_known_args(argv)
+    args.decoding = decoding_from(args, project)
+    args.recipe = recipe_from(args, overrides, read_only=True, project=project)
+    if args.model is None:
+        args.model = Path(args.recipe.training.output_dir) / "merged"
+        if not args.model.exists():
+            raise UserError(
+                f"{args.model}: no merged model yet; run `make merge` first, or pass --model "
+                "(a merged folder, a training output_dir with an adapter, or a Hub id)"
+            )
+    if args.system_prompt is None:
+        args.system_prompt = args.recipe.script.system_prompt
+    args.chat_template_kwargs = args.recipe.training.chat_template_kwargs
+    args.prompt_column = args.recipe.script.prompt_column
+    args.interactive = getattr(args, "interactive", False)
+    args.agent = None  # an agent task: (environment factory, tool-calling turn cap)
+    if agent_task:
+        factories = project.task.environments(args.recipe.task)
+        name = args.environment or args.recipe.task.default_environment
+        if name not in factories:
+            raise UserError(f"--environment {name}: use one of {', '.join(factories)}")
+        args.agent = (factories[name], args.recipe.training.max_tool_calling_iterations)
+    return args
+
+
+def transcript(rollout: list[dict]) -> str:
+    """An agent's rollout as text: each call with its arguments, each result, the answer."""
+    return "\n".join(message_line(message) for message in rollout)
+
+
+def message_line(message: dict) -> str:
+    calls = message.get("tool_calls") or []
+    lines = [
+        f"[calls {c['function']['name']}({json.dumps(c['function']['arguments'])})]"
+        for c in calls
+        if isinstance(c, dict) and isinstance(c.get("function"), dict)
+    ]
+    content = str(message.get("content") or "")
+    if message.get("role") == "tool":
+        return f"[{message.get('name')} -> {content}]"
+    return "\n".join([*([content] if content else []), *lines])
+
+
+def agent_answers(model, tokenizer, batch: list[str], args) -> list[list[dict]]:
+    from .environments.episodes import run_episodes
+
+    factory, max_iterations = args.agent
+    conversations = [chat(p, args.system_prompt) for p in batch]
+    return run_episodes(
+        model, tokenizer, conversations, [factory() for _ in batch], [{} for _ in batch],
+        args.decoding, args.max_new_tokens, max_iterations, args.chat_template_kwargs,
+    )  # fmt: skip
+
+
+def interactive(model, tokenizer, args) -> list[list[dict]]:
+    """Chat with the agent: each line you type is a user turn; the model calls its tools (each
+    call and result printed as it happens) until it answers. An empty line or EOF ends it."""
+    from .environments.episodes import run_episodes
+
+    factory, max_iterations = args.agent
+    environment = factory()
+    history = chat("", args.system_prompt)[:-1]
+    turns = []
+    while True:
+        try:
+            line = input("you> ").strip()
+        except EOFError:
+            break
+        if not line:
+            break
+        history.append({"role": "user", "content": line})
+        [rollout] = run_episodes(
+            model, tokenizer, [history], [environment], [{}], args.decoding,
+            args.max_new_tokens, max_iterations, args.chat_template_kwargs,
+            on_message=lambda _, message: print(message_line(message), flush=True),
+        )  # fmt: skip
+        history += rollout
+        turns.append(rollout)
+    return turns
+
+
+def read_prompts(path: Path, prompt_column: str) -> list[str]:
+    if not path.is_file():
+        raise UserError(f"{path}: file not found")
+    prompts = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise UserError(f"{path} line {number}: invalid JSON ({err.msg})") from err
+        if isinstance(row, str):
+            prompts.append(row)
+            continue
+        value = row.get("prompt", row.get(prompt_column)) if isinstance(row, dict) else None
+        text = message_text(value) if isinstance(value, str | list) else None
+        if not text:
+            raise UserError(f"{path} line {number}: no 'prompt' (or '{prompt_column}') text")
+        prompts.append(text)
+    if not prompts:
+        raise UserError(f"{path}: no prompts")
+    return prompts
+
+
+def prompts_of(args: argparse.Namespace) -> list[str]:
+    """The prompts asked for: --prompt, or --prompts-file (--limit: its first N)."""
+    prompts = [args.prompt] if args.prompt else read_prompts(args.prompts_file, args.prompt_column)
+    return prompts[: args.limit] if args.limit else prompts
+
+
+def batches(prompts: list[str], size: int):
+    """The prompts in batches of `size`, with a progress bar when there is more than one."""
+    from rich.progress import track
+
+    chunks = [prompts[i : i + size] for i in range(0, len(prompts), size)]
+    return track(chunks, description="Generating") if len(chunks) > 1 else chunks
+
+
+def show(prompts: list[str], completions: list, output: Path | None) -> None:
+    """Write {prompt, completion} lines to `output`, or print each pair (an agent's rollout as
+    its transcript)."""
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with output.open("w", encoding="utf-8") as handle:
+            for prompt, completion in zip(prompts, completions, strict=True):
+                handle.write(json.dumps({"prompt": prompt, "completion": completion}) + "\n")
+        print(f"wrote {len(completions)} completions to {output}")
+        return
+    for prompt, completion in zip(prompts, completions, strict=True):
+        shown = transcript(completion) if isinstance(completion, list) else completion
+        print(f"### prompt\n{prompt}\n### completion\n{shown}\n")

@@ -1,0 +1,96 @@
+"""`grpo`: one command for everything a project runs (`grpo --help` lists them; each has its own
+`--help`). Run it from the project's folder: it reads the project from `pyproject.toml`
+(`[tool.grpo]`) and the recipe from `configs/`.
+
+`grpo train`, `grpo merge` and `grpo infer` run the project's own scripts (its `train.py`,
+`merge.py` and `infer.py`, yours to edit); every other command is the kit's. With the Unsloth
+backend, `import unsloth` comes first, before anything imports trl or transformers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+
+# name: (module, function, one-line help). `project:` runs the project's own script.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "train": ("project:train", "main", "train with GRPO (the project's train.py)"),
+    "merge": ("project:merge", "main", "merge the LoRA adapter and verify the merged model"),
+    "infer": ("project:infer", "main", "ask the trained model (one prompt, a file, or a chat)"),
+    "smoke": ("commands.smoke", "main", "offline on the CPU: tiny model, train -> merge -> infer"),
+    "stages": ("commands.stages", "main", "train in stages (configs/stages.yaml)"),
+    "evaluate": ("commands.evaluate", "main", "the task's metric on held-out prompts, before/after"),
+    "report": ("commands.report", "main", "plots and a summary of a run (health verdicts)"),
+    "reward-debug": ("commands.reward_debug", "main", "score every reward on sample data"),
+    "filter": ("commands.filter", "main", "keep the prompts the base model solves sometimes"),
+    "doctor": ("commands.doctor", "main", "preflight checks: GPU, versions, data, token, lengths"),
+    "gpu-check": ("commands.gpu_check", "main", "on a GPU: a few steps, peak memory vs estimate"),
+    "launch": ("commands.launch", "main", "multi-GPU / multi-node launch (vLLM server + accelerate)"),
+    "reward-model": ("commands.reward_model", "main", "train a reward model on preference pairs"),
+    "tiny-model": ("offline.tiny_model", "main", "write the tiny offline model"),
+}
+# Commands that never load the project's backend (TRL's own trainers, no Unsloth patches).
+NO_BACKEND = ("reward-model", "tiny-model")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="grpo",
+        description="GRPO fine-tuning for a grpo-template project. Run it from the project's "
+        "folder; `grpo COMMAND --help` shows each command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"grpo-kit {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_, _, help_text) in COMMANDS.items():
+        commands.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def _load_backend() -> None:
+    """Import the project's backend first (Unsloth before trl), when there is a project here."""
+    from . import backends
+    from .errors import UserError
+    from .project import load
+
+    try:
+        backend = load().backend
+    except UserError:
+        return  # no project here: the command says so itself
+    backends.load(backend)
+
+
+def _target(name: str):
+    module, function, _ = COMMANDS[name]
+    if module.startswith("project:"):
+        from .project import load
+
+        return getattr(load().script(module.split(":", 1)[1]), function)
+    return getattr(importlib.import_module(f"{__package__}.{module}"), function)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .errors import UserError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    if not argv or argv[0] in ("-h", "--help", "--version") or argv[0] not in COMMANDS:
+        parser.parse_args(argv[:1] or ["--help"])  # exits with the help or the error
+        return 2
+    name, rest = argv[0], argv[1:]
+    try:
+        if name not in NO_BACKEND:
+            _load_backend()
+        target = _target(name)
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    sys.argv = [f"grpo {name}", *rest]
+    return int(target(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

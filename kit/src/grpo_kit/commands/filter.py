@@ -1,0 +1,406 @@
+"""`grpo filter` (`make filter`), difficulty filtering: keep the training prompts the base model
+solves sometimes, not always.
+
+    make filter                                    # k=8 completions per prompt, keep 0.1-0.9
+    make filter ARGS="--k 16 --min 0.1 --max 0.6"
+    make filter ARGS="--smoke --min 0"             # offline, tiny model
+
+A group whose completions all get the same correctness teaches nothing
+about correctness: GRPO's advantage is the reward minus the group's mean, so such a group's
+gradient comes from the format and length rewards alone, or is zero. TRL samples no extra groups
+to replace them (no dynamic sampling), so this command removes those prompts before training, as
+open-r1 does offline (it keeps base pass rates 0.1-0.6; verifiers' rule of thumb: 0% is too hard,
+80%+ too easy).
+
+It samples `--k` completions per training prompt from the recipe's base model, with the recipe's
+sampling settings (temperature, top_p, top_k, min_p, chat_template_kwargs), on vLLM when it is
+installed and a GPU is present, otherwise with transformers (an agent task samples whole
+rollouts through its tool loop, tools really run, with transformers). Each completion is scored
+with the task's correctness reward (its first metric); a completion passes at the top of the
+reward's range. It writes to `--output-dir` (default `outputs/filter`, `outputs/smoke/filter` with
+`--smoke`):
+
+- `pass_rates.jsonl`: one line per prompt: its row in the data, pass rate, mean score, kept;
+- `pass_rates.png`: the histogram of pass rates, with the band kept;
+- `train_filtered.jsonl`: the rows whose pass rate is in [--min, --max], with their original
+  columns, so the recipe's column mapping reads it as it is;
+
+and prints the line for `configs/local.yaml` that trains on it. Other options are recipe
+overrides (`--dataset_name`, `--max_completion_length`, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+from ..recipe import SMOKE_OUTPUT_DIR, add_recipe_options, recipe_from
+from ..runner import run
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_OUTPUT = Path("outputs/filter")
+PASS_RATES = "pass_rates.jsonl"
+HISTOGRAM = "pass_rates.png"
+FILTERED = "train_filtered.jsonl"
+ROW = "_filter_row"  # the data row a prepared prompt came from (removed before scoring)
+
+# (conversations, k) -> k completions per conversation
+Sampler = Callable[[list[list[dict]], int], list[list[str]]]
+
+
+@dataclass(frozen=True)
+class PassRate:
+    row: int  # index in the training data (after max_train_samples)
+    pass_rate: float  # share of the k completions at the top of the correctness reward's range
+    mean_score: float | None  # mean correctness score (None: the reward did not apply)
+    kept: bool
+
+
+def parse_args(argv: Sequence[str] | None):
+    parser = argparse.ArgumentParser(
+        prog="grpo filter",
+        description="Sample k completions per training prompt from the base model, score their "
+        "correctness, keep the prompts whose pass rate is in a band.",
+        epilog="Other options are recipe overrides, e.g. --dataset_name data/mine.jsonl.",
+    )
+    parser.add_argument("--k", type=int, default=8, help="completions per prompt (default 8)")
+    parser.add_argument("--min", type=float, default=0.1, help="lowest pass rate kept (0.1)")
+    parser.add_argument("--max", type=float, default=0.9, help="highest pass rate kept (0.9)")
+    parser.add_argument("--limit", type=int, help="use only the first N training prompts")
+    parser.add_argument("--temperature", type=float, help="default: the recipe's temperature")
+    parser.add_argument("--max-new-tokens", type=int, help="default: max_completion_length")
+    parser.add_argument("--batch-size", type=int, default=8, help="prompts per generate call")
+    parser.add_argument(
+        "--engine",
+        choices=("auto", "vllm", "transformers"),
+        default="auto",
+        help="auto: vLLM when installed and a GPU is present, else transformers",
+    )
+    parser.add_argument(
+        "--gpu-memory-utilization", type=float, default=0.9, help="vLLM's share of the GPU"
+    )
+    parser.add_argument("--output-dir", type=Path, help=f"default {DEFAULT_OUTPUT}")
+    add_recipe_options(parser)
+    args, overrides = parser.parse_known_args(argv)
+    if args.k < 2:
+        parser.error("--k must be at least 2: one completion cannot show a spread")
+    if not 0.0 <= args.min <= args.max <= 1.0:
+        parser.error(f"the band needs 0 <= --min <= --max <= 1, got {args.min} and {args.max}")
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be at least 1")
+    if args.temperature is not None and args.temperature <= 0:
+        parser.error("--temperature must be above 0: k greedy completions would be identical")
+    return args, overrides
+
+
+def correctness_reward(task, settings: dict):
+    """(name, reward) of the task's correctness: its first metric, with the recipe's settings."""
+    from ..rewards import bind
+
+    if not task.metrics:
+        raise UserError(f"the {task.name} task lists no metrics (Task.metrics in task.py)")
+    func = task.metrics[0][1]
+    return func.__name__, bind(func, settings)
+
+
+def training_prompts(recipe, tokenizer, limit: int | None):
+    """(the data rows, the prompts as training builds them, the data row of each prompt)."""
+    from .. import data
+
+    script_args, task_args, task = recipe.script, recipe.task, recipe.project.task
+    rows = data.load_training_rows(script_args, task_args, task)
+    if limit is not None:
+        rows = rows.select(range(min(limit, len(rows))))
+    rows = rows.add_column(ROW, list(range(len(rows))))
+    kwargs = recipe.training.chat_template_kwargs  # prompts measured as training renders them
+    prompts, stats = data.prepare(rows, tokenizer, script_args, task_args, task, kwargs)
+    origin = list(prompts[ROW])
+    logger.info("%d prompts (%d dropped as too long)", stats.kept, stats.dropped)
+    return rows.remove_columns(ROW), prompts.remove_columns(ROW), origin
+
+
+def sampling_settings(recipe, args) -> dict:
+    """What training samples with (TRL's GRPOConfig fields), for the base model's pass rate."""
+    training = recipe.training
+    return {
+        "temperature": args.temperature or training.temperature,
+        "top_p": training.top_p,
+        "top_k": training.top_k or 0,
+        "min_p": training.min_p,
+        "repetition_penalty": training.repetition_penalty,
+        "max_new_tokens": args.max_new_tokens or training.max_completion_length,
+    }
+
+
+def use_vllm(engine: str) -> bool:
+    if engine == "transformers":
+        return False
+    import torch
+
+    available = importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
+    if engine == "vllm" and not available:
+        raise UserError(
+            "--engine vllm needs vLLM (pip install -e '.[gpu]') and a CUDA GPU; use --engine "
+            "transformers"
+        )
+    return available
+
+
+def transformers_sampler(recipe, tokenizer, settings: dict, batch_size: int) -> Sampler:
+    """k samples per prompt with transformers' generate, a progress bar over the batches."""
+    import torch
+    from rich.progress import track
+
+    from ..generation import load_model_for_inference, prompt_texts
+
+    model_args = recipe.model
+    model = load_model_for_inference(
+        Path(model_args.model_name_or_path), model_args.dtype or "auto"
+    )
+    sampling = {
+        "do_sample": True,
+        "temperature": settings["temperature"],
+        "top_p": settings["top_p"],
+        "top_k": settings["top_k"],
+        "min_p": settings["min_p"],
+        "repetition_penalty": settings["repetition_penalty"],
+        "max_new_tokens": settings["max_new_tokens"],
+    }
+    kwargs = recipe.training.chat_template_kwargs
+
+    def sample(conversations: list[list[dict]], k: int) -> list[list[str]]:
+        batches = [
+            conversations[i : i + batch_size] for i in range(0, len(conversations), batch_size)
+        ]
+        completions: list[list[str]] = []
+        for batch in track(batches, description=f"sampling {k} per prompt", transient=True):
+            texts = prompt_texts(tokenizer, batch, kwargs)
+            inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+            inputs = inputs.to(model.device)
+            with torch.inference_mode():
+                output = model.generate(
+                    **inputs,
+                    num_return_sequences=k,
+                    pad_token_id=tokenizer.pad_token_id,
+                    **sampling,
+                )
+            new = tokenizer.batch_decode(
+                output[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True
+            )
+            completions += [new[i : i + k] for i in range(0, len(new), k)]
+        return completions
+
+    return sample
+
+
+def agent_sampler(recipe, tokenizer, settings: dict, prompts) -> Sampler:
+    """An agent task: k whole rollouts per prompt through the loop TRL trains with
+    (environments/episodes.py; tools really run, each rollout on a fresh environment), sampled
+    with the recipe's temperature, top_p and top_k (transformers' generate)."""
+    from rich.progress import track
+
+    from ..environments.episodes import run_episodes
+    from ..generation import Decoding, load_model_for_inference
+
+    model_args = recipe.model
+    model = load_model_for_inference(
+        Path(model_args.model_name_or_path), model_args.dtype or "auto"
+    )
+    decoding = Decoding(settings["temperature"], settings["top_p"], settings["top_k"] or 0)
+    factories = recipe.project.task.environments(recipe.task)
+    cap = recipe.training.max_tool_calling_iterations
+    row_of = {json.dumps(row["prompt"]): row for row in prompts}
+
+    def sample(conversations: list[list[dict]], k: int) -> list[list]:
+        rollouts = []
+        for conversation in track(conversations, description=f"{k} rollouts per prompt"):
+            row = row_of[json.dumps(conversation)]
+            rollouts.append(
+                run_episodes(
+                    model,
+                    tokenizer,
+                    [conversation] * k,
+                    [factories[row["environment"]]() for _ in range(k)],
+                    [row] * k,
+                    decoding,
+                    settings["max_new_tokens"],
+                    cap,
+                    recipe.training.chat_template_kwargs,
+                )  # fmt: skip
+            )
+        return rollouts
+
+    return sample
+
+
+def vllm_sampler(recipe, tokenizer, settings: dict, gpu_memory_utilization: float) -> Sampler:
+    """k samples per prompt with vLLM (`n=k`); vLLM shows its own progress bar."""
+    from vllm import LLM, SamplingParams
+
+    from ..generation import prompt_texts
+
+    model_args, training = recipe.model, recipe.training
+    llm = LLM(
+        model=model_args.model_name_or_path,
+        revision=model_args.model_revision,
+        dtype=model_args.dtype or "auto",
+        trust_remote_code=training.trust_remote_code,
+        max_model_len=recipe.script.max_prompt_tokens + settings["max_new_tokens"] + 8,
+        gpu_memory_utilization=gpu_memory_utilization,
+        seed=training.seed,
+        **({"quantization": "bitsandbytes"} if model_args.load_in_4bit else {}),
+    )
+    kwargs = training.chat_template_kwargs
+
+    def sample(conversations: list[list[dict]], k: int) -> list[list[str]]:
+        params = SamplingParams(
+            n=k,
+            temperature=settings["temperature"],
+            top_p=settings["top_p"],
+            top_k=settings["top_k"] if settings["top_k"] > 0 else -1,  # vLLM: -1 is "off"
+            min_p=settings["min_p"] or 0.0,
+            repetition_penalty=settings["repetition_penalty"],
+            max_tokens=settings["max_new_tokens"],
+        )
+        outputs = llm.generate(prompt_texts(tokenizer, conversations, kwargs), params)
+        return [[choice.text for choice in output.outputs] for output in outputs]
+
+    return sample
+
+
+def pass_rates(func, prompts, completions: list[list[str]], origin, low, high) -> list[PassRate]:
+    """Each prompt's pass rate: the share of its completions at the top of the reward's range."""
+    from ..rewards import call_like_trl
+
+    top = func.reward_range.high if hasattr(func, "reward_range") else 1.0
+    found = []
+    for index, texts in enumerate(completions):
+        row = dict(prompts[index])
+        scores = call_like_trl(func, texts, [row] * len(texts))
+        present = [s for s in scores if s is not None]
+        rate = sum(1 for s in present if s >= top - 1e-9) / len(texts)
+        mean = sum(present) / len(present) if present else None
+        found.append(PassRate(origin[index], rate, mean, low - 1e-9 <= rate <= high + 1e-9))
+    return found
+
+
+def histogram(results: list[PassRate], k: int, low: float, high: float, title: str, path: Path):
+    """Bars per pass rate (k + 1 possible values), the kept band shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    levels = [i / k for i in range(k + 1)]
+    counts = [sum(1 for r in results if abs(r.pass_rate - level) < 1e-9) for level in levels]
+    figure, axes = plt.subplots(figsize=(7, 4))
+    axes.axvspan(low, high, color="tab:green", alpha=0.15, label=f"kept: {low:g} to {high:g}")
+    axes.bar(levels, counts, width=0.8 / k, color="tab:blue")
+    axes.set(title=title, xlabel=f"pass rate ({k} samples per prompt)", ylabel="prompts")
+    axes.set_xlim(-0.5 / k - 0.02, 1 + 0.5 / k + 0.02)
+    axes.legend()
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.grid(alpha=0.3, axis="y")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def write_jsonl(path: Path, rows) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+
+
+def summary(results: list[PassRate], low: float, high: float) -> str:
+    n = len(results)
+    never = sum(1 for r in results if r.pass_rate == 0.0)
+    always = sum(1 for r in results if r.pass_rate == 1.0)
+    kept = sum(1 for r in results if r.kept)
+    return (
+        f"{n} prompts: {never} never solved ({never / n:.0%}), {always} always solved "
+        f"({always / n:.0%}), {kept} kept in [{low:g}, {high:g}] ({kept / n:.0%})"
+    )
+
+
+def filter_prompts(argv: Sequence[str] | None = None, sampler: Sampler | None = None) -> Path:
+    """Write pass rates, the histogram and the filtered data; returns the filtered file.
+    `sampler` replaces the model (tests)."""
+    from .. import data
+    from ..tokenizer import load_tokenizer
+    from ..training import ensure_offline_model
+
+    args, overrides = parse_args(argv)
+    recipe = recipe_from(args, overrides, read_only=True)
+    task = recipe.project.task
+    out = args.output_dir or (
+        SMOKE_OUTPUT_DIR / "filter" if recipe.script.smoke else DEFAULT_OUTPUT
+    )
+    settings = sampling_settings(recipe, args)
+    reward_settings = {
+        **recipe.reward_settings(),
+        "max_completion_length": settings["max_new_tokens"],
+    }
+    name, func = correctness_reward(task, reward_settings)
+    ensure_offline_model(recipe)
+    tokenizer = load_tokenizer(recipe.model, recipe.training.trust_remote_code)
+    rows, prompts, origin = training_prompts(recipe, tokenizer, args.limit)
+    if sampler is None:
+        from transformers import set_seed
+
+        set_seed(recipe.training.seed)
+        if task.environments is not None:  # an agent task: whole rollouts, tools really run
+            sampler = agent_sampler(recipe, tokenizer, settings, prompts)
+        elif use_vllm(args.engine):
+            sampler = vllm_sampler(recipe, tokenizer, settings, args.gpu_memory_utilization)
+        else:
+            sampler = transformers_sampler(recipe, tokenizer, settings, args.batch_size)
+    model = recipe.model.model_name_or_path
+    logger.info(
+        "sampling %d completions for each of %d prompts from %s", args.k, len(prompts), model
+    )
+    completions = sampler(list(prompts["prompt"]), args.k)
+    if len(completions) != len(prompts) or any(len(c) != args.k for c in completions):
+        raise RuntimeError(f"expected {args.k} completions for each of {len(prompts)} prompts")
+    results = pass_rates(func, prompts, completions, origin, args.min, args.max)
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / PASS_RATES, (vars(r) for r in results))
+    title = f"{name}: {Path(str(model)).name}, {len(results)} prompts"
+    histogram(results, args.k, args.min, args.max, title, out / HISTOGRAM)
+    print(summary(results, args.min, args.max))
+    print(f"pass rates: {out / PASS_RATES}; histogram: {out / HISTOGRAM}")
+    kept = [r.row for r in results if r.kept]
+    if not kept:
+        raise UserError(
+            f"no prompt has a pass rate in [{args.min:g}, {args.max:g}], so there is nothing to "
+            "train on: with every prompt failed the task is too hard for this model (an easier "
+            "dataset, a bigger model, a format warm-up: make stages), with every prompt solved "
+            "too easy; to keep them anyway, widen the band (--min 0 / --max 1)"
+        )
+    # The rows as the recipe reads them, class labels as their names (what the rewards compare).
+    written = data._label_names(rows, recipe.script.answer_column).select(kept)
+    filtered = out / FILTERED
+    write_jsonl(filtered, written.to_list())
+    print(f"kept {len(kept)} of {len(results)} prompts in {filtered}")
+    if recipe.script.smoke:
+        print(f"train on them: make train ARGS='--smoke --dataset_name {filtered}'")
+    else:
+        print(
+            "train on them: add this line to configs/local.yaml (your settings; the recipe's "
+            f"column mapping reads the file as it is)\n\n    dataset_name: {filtered}\n\n"
+            "`make evaluate` then reads this file too: pass --dataset_name with your held-out data"
+        )
+    return filtered
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(filter_prompts, argv)

@@ -1,0 +1,224 @@
+"""`grpo reward-debug` (`make reward-debug`): score every reward of the recipe on sample
+completions before training, one table per reward.
+
+    grpo reward-debug
+    grpo reward-debug --completions mine.jsonl
+
+Without `--completions`, each data row's ideal completion (the task's gold answer written in the
+expected format) is scored, and the command fails unless every reward gives every ideal
+completion the top of its range: a reward that cannot be maxed by a perfect answer is a bug.
+With `--completions FILE.jsonl` (lines `{"completion": "...", "row": 3}`; `row` indexes the data
+and defaults to the line number) it scores your completions, e.g. ones sampled from the model.
+An agent task's completion is a whole rollout (a list of assistant and tool messages, as
+`make evaluate` writes them); its ideal rollouts' tool calls are really executed, and one
+transcript per environment is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import data, rewards
+from ..errors import UserError
+from ..project import load as load_project
+from ..recipe import DEFAULT_RECIPE, Layer, parse_recipe, sample_data_values
+from ..runner import run
+
+
+@dataclass(frozen=True)
+class Scores:
+    name: str
+    low: float
+    high: float
+    values: list[float | None]
+
+    @property
+    def applicable(self) -> list[float]:
+        return [v for v in self.values if v is not None]
+
+
+def parse_args(argv: Sequence[str] | None):
+    parser = argparse.ArgumentParser(
+        prog="grpo reward-debug",
+        description="Score the recipe's rewards on ideal or given completions.",
+        epilog="Other options are recipe overrides, e.g. --reward_model outputs/reward-model.",
+    )
+    parser.add_argument("--config", type=Path, default=DEFAULT_RECIPE, help="the recipe")
+    parser.add_argument(
+        "--data",
+        default=None,
+        help="dataset or file with the rows, read with the recipe's columns (default: the "
+        "task's sample data with its own columns)",
+    )
+    parser.add_argument("--completions", type=Path, help="JSONL of completions to score")
+    parser.add_argument("--limit", type=int, default=8, help="rows shown per table (default 8)")
+    parser.add_argument("--max-rows", type=int, default=64, help="rows scored (default 64)")
+    return parser.parse_known_args(argv)
+
+
+def load_completions(path: Path, rows: int) -> list[tuple[int, object]]:
+    """(row index, completion) pairs from a JSONL file."""
+    if not path.is_file():
+        raise UserError(f"{path}: file not found")
+    pairs = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise UserError(f"{path} line {number + 1}: invalid JSON ({err.msg})") from err
+        if not isinstance(item, dict) or not isinstance(item.get("completion"), str | list):
+            raise UserError(
+                f"{path} line {number + 1}: needs a 'completion' (a text, or an agent's list of "
+                "messages)"
+            )
+        row = int(item.get("row", number))
+        if not 0 <= row < rows:
+            raise UserError(
+                f"{path} line {number + 1}: row {row} is outside the data (0-{rows - 1})"
+            )
+        pairs.append((row, item["completion"]))
+    if not pairs:
+        raise UserError(f"{path}: no completions")
+    return pairs
+
+
+def score(recipe, rows, pairs: list[tuple[int, object]]) -> list[Scores]:
+    """Call each reward as GRPOTrainer would, on the given (row, completion) pairs."""
+    chosen = [rows[i] for i, _ in pairs]
+    texts = [text for _, text in pairs]
+    results = []
+    names = recipe.script.reward_funcs
+    table, settings = recipe.project.task.reward_table, recipe.reward_settings()
+    for name, func in zip(names, rewards.resolve(names, table, settings), strict=True):
+        values = rewards.call_like_trl(func, texts, chosen)
+        bounds = getattr(func, "reward_range", None)
+        low, high = (bounds.low, bounds.high) if bounds else (float("-inf"), float("inf"))
+        results.append(Scores(name, low, high, list(values)))
+    if recipe.script.reward_model:  # scored beside the functions, as GRPOTrainer does
+        from .reward_model import score_pairs
+
+        model = recipe.script.reward_model
+        values = score_pairs(model, [row["prompt"] for row in chosen], texts)
+        name = model.rstrip("/").split("/")[-1]
+        results.append(Scores(name, float("-inf"), float("inf"), values))
+    return results
+
+
+def one_line(completion) -> str:
+    """A completion on one line: its text, or an agent rollout's turns (calls, results, text)."""
+    if isinstance(completion, str):
+        return completion.replace("\n", " ")
+    parts = []
+    for message in completion:
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", {})
+            parts.append(f"{function.get('name')}({json.dumps(function.get('arguments'))})")
+        content = str(message.get("content") or "").replace("\n", " ")
+        if message.get("role") == "tool":
+            parts.append(f"-> {content}")
+        elif content:
+            parts.append(content)
+    return " | ".join(parts)
+
+
+def print_transcripts(rows, pairs) -> None:
+    """The whole multi-turn exchange of one rollout per environment (agent tasks): the prompt's
+    last message, each tool call with its arguments, each tool result, the final answer."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.panel import Panel
+
+    console, shown = Console(), set()
+    for index, completion in pairs:
+        environment = rows[index].get("environment")
+        if isinstance(completion, str) or environment in shown:
+            continue
+        shown.add(environment)
+        lines = [f"[bold]user[/bold]: {escape(rows[index]['prompt'][-1]['content'])}"]
+        for message in completion:
+            for call in message.get("tool_calls") or []:
+                function = call.get("function", {})
+                arguments = escape(json.dumps(function.get("arguments"), ensure_ascii=False))
+                name = escape(str(function.get("name")))
+                lines.append(f"[bold]assistant calls[/bold] {name}({arguments})")
+            content = escape(str(message.get("content") or ""))
+            if message.get("role") == "tool":
+                lines.append(f"[bold]tool {escape(str(message.get('name')))}[/bold] -> {content}")
+            elif content:
+                lines.append(f"[bold]assistant[/bold]: {content}")
+        title = f"rollout of row {index} (environment {environment})"
+        console.print(Panel("\n".join(lines), title=title, expand=False), markup=True)
+
+
+def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
+    """Print the tables; True when (for ideal completions) every reward reached its top."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    ok = True
+    for result in results:
+        table = Table(title=f"{result.name}  (range {result.low:g} .. {result.high:g})")
+        table.add_column("row", justify="right")
+        table.add_column("score", justify="right")
+        table.add_column("completion")
+        for (row, completion), value in list(zip(pairs, result.values, strict=True))[:limit]:
+            shown = "n/a" if value is None else f"{value:.3f}"
+            table.add_row(str(row), shown, one_line(completion)[:90])
+        console.print(table)
+    summary = Table(title="summary")
+    for column in ("reward", "range", "min", "mean", "max", "n/a", "ideal at top"):
+        summary.add_column(column)
+    for result in results:
+        values = result.applicable
+        bounded = math.isfinite(result.high)  # a reward model's score has no top
+        at_top = bounded and bool(values) and all(v == result.high for v in values)
+        if ideal and bounded and not at_top:
+            ok = False
+        summary.add_row(
+            result.name,
+            f"{result.low:g} .. {result.high:g}",
+            f"{min(values):.3f}" if values else "-",
+            f"{sum(values) / len(values):.3f}" if values else "-",
+            f"{max(values):.3f}" if values else "-",
+            str(len(result.values) - len(values)),
+            ("yes" if at_top else "NO") if ideal and bounded else "-",
+        )
+    console.print(summary)
+    return ok
+
+
+def debug(argv: Sequence[str] | None = None) -> bool:
+    args, overrides = parse_args(argv)
+    project = load_project()
+    task = project.task
+    if args.data is None:
+        sample = Layer(task.data.sample, sample_data_values(project))
+        argv = ["--config", str(args.config), *overrides]
+        recipe = parse_recipe(argv, extra=sample, read_only=True, project=project)
+    else:
+        argv = ["--config", str(args.config), "--dataset_name", str(args.data), *overrides]
+        recipe = parse_recipe(argv, read_only=True, project=project)
+    rows = data.load_training_rows(recipe.script, recipe.task, task)
+    rows = rows.select(range(min(args.max_rows, len(rows))))
+    rows = data.to_conversations(rows, recipe.script, recipe.task, task)
+    if args.completions:
+        pairs = load_completions(args.completions, len(rows))
+    else:
+        pairs = [(i, task.ideal_completion(rows[i], recipe.task)) for i in range(len(rows))]
+    print_transcripts(rows, pairs)
+    ok = report(score(recipe, rows, pairs), pairs, args.limit, ideal=args.completions is None)
+    if not ok:
+        raise UserError("an ideal completion did not reach the top of a reward's range (see NO)")
+    return ok
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(debug, argv)

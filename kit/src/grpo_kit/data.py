@@ -1,0 +1,215 @@
+"""Training data: load a Hub dataset or a local file, check it, and turn rows into chat prompts.
+
+Every problem is reported with the file (or dataset), row and column before any model is loaded.
+The result has a conversational `prompt` column (system message + user message) and an `answer`
+column with the gold answer; other columns are kept, since TRL passes them to reward functions.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from .errors import DataError, UserError  # noqa: F401 (DataError is re-exported)
+from .rows import LOCAL_FORMATS, is_local, load_rows, where  # noqa: F401 (re-exported)
+
+logger = logging.getLogger(__name__)
+
+
+def _cell_problem(value) -> str | None:
+    """Why a cell cannot be used (None if fine): text, a number, a list of texts (e.g. unit
+    tests) or a chat (list of {role, content} messages)."""
+    if value is None:
+        return "is empty (null, or missing from this row)"
+    if isinstance(value, bool):
+        return f"is {str(value).lower()}, expected text"
+    if isinstance(value, str | int | float):
+        return None if str(value).strip() else "is empty"
+    if isinstance(value, list):
+        if not value:
+            return "is an empty list"
+        if all(isinstance(v, str) for v in value):
+            return None
+        if all(isinstance(v, dict) and "content" in v for v in value):
+            return None
+        return "is a list of mixed items, expected texts or chat messages"
+    return f"is {type(value).__name__}, expected text"
+
+
+def validate_columns(
+    rows, source: str, columns: dict[str, str], may_be_empty: frozenset[str] = frozenset()
+) -> None:
+    """Every required column exists and holds usable values (see `_cell_problem`).
+
+    `columns` maps a column name to the recipe field that names it, for the error message;
+    columns in `may_be_empty` may hold empty text (e.g. optional setup code).
+    """
+    if len(rows) == 0:
+        raise DataError(f"{source}: no rows")
+    available = list(rows.column_names)
+    for column, setting in columns.items():
+        if column not in available:
+            raise DataError(
+                f"{source}: column '{column}' not found (columns: {', '.join(available)}); "
+                f"set {setting} in configs/local.yaml (your settings) or pass --{setting}"
+            )
+        for index, value in enumerate(rows[column]):
+            problem = _cell_problem(value)
+            if problem == "is empty" and column in may_be_empty:
+                continue
+            if problem:
+                raise DataError(f"{where(source, index)}: column '{column}' {problem}")
+
+
+@dataclass(frozen=True)
+class PromptStats:
+    """What length filtering did, for the log and the run record."""
+
+    kept: int
+    dropped: int
+    longest: int
+
+
+def _label_names(rows, column: str):
+    """Class-label columns (integers on the Hub) become their names, as the rewards compare text."""
+    from datasets import ClassLabel
+
+    feature = rows.features[column]
+    if isinstance(feature, ClassLabel):
+        return rows.map(lambda row: {column: feature.int2str(row[column])}, desc="Label names")
+    return rows
+
+
+def to_conversations(rows, script_args, task_args, task):
+    """Rows with the chat `prompt` (system + user message), the gold `answer` (text) and the
+    task's extra columns under the names its rewards read."""
+    answer_column = script_args.answer_column
+    rows = _label_names(rows, answer_column)
+    extra_columns = _extra_columns(task_args, task)
+    renames = {source: name for name, source in extra_columns.items() if source != name}
+    reserved = {"prompt", "answer", *renames.values()}
+    keep_aside = {c: f"source_{c}" for c in rows.column_names if c in reserved}
+    rows = rows.rename_columns(keep_aside)  # the new columns replace these, with other types
+    renames = {keep_aside.get(s, s): n for s, n in renames.items()}
+    prompt_source = keep_aside.get(script_args.prompt_column, script_args.prompt_column)
+    answer_source = keep_aside.get(answer_column, answer_column)
+
+    def convert(row: dict) -> dict:
+        extra = {name: row[source] for source, name in renames.items()}
+        view = {**row, **extra}  # the task sees extra columns under the names rewards read
+        content = task.user_message(view, prompt_source, answer_source, task_args)
+        messages = [{"role": "user", "content": content}]
+        if script_args.system_prompt:
+            messages.insert(0, {"role": "system", "content": script_args.system_prompt})
+        fields = task.row_fields(view, task_args)
+        return {"prompt": messages, "answer": task.gold(row[answer_source]), **extra, **fields}
+
+    return rows.map(convert, desc="Building prompts")
+
+
+def _extra_columns(task_args, task) -> dict[str, str]:
+    """{name the rewards read: source column} for the task's extra columns."""
+    return {name: getattr(task_args, setting) for name, setting in task.columns(task_args).items()}
+
+
+def prompt_token_count(
+    tokenizer, messages: list[dict], chat_template_kwargs=None, tools: list | None = None
+) -> int:
+    """Tokens of the chat-formatted prompt, generation prompt included (as TRL will see it: with
+    the recipe's chat_template_kwargs, e.g. a thinking prefill, and an agent row's tools)."""
+    text = tokenizer.apply_chat_template(
+        messages,
+        add_generation_prompt=True,
+        tokenize=False,
+        **({"tools": tools} if tools else {}),
+        **(chat_template_kwargs or {}),
+    )
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def row_tools(task_args, task):
+    """For an agent task, a function giving the tools a row's prompt shows (its environment's,
+    as TRL renders them); None for other tasks."""
+    if task.environments is None:
+        return None
+    from .environments import tool_methods
+
+    factories = task.environments(task_args)
+    found: dict[str, list] = {}
+
+    def tools_of(row: dict) -> list:
+        name = row["environment"]
+        if name not in found:
+            found[name] = tool_methods(factories[name]())
+        return found[name]
+
+    return tools_of
+
+
+def filter_long_prompts(
+    rows, tokenizer, max_prompt_tokens: int, chat_template_kwargs=None, tools_of=None
+):
+    """Drop rows whose prompt is longer than `max_prompt_tokens`; TRL would not truncate them."""
+    counted = rows.map(
+        lambda row: {
+            "_prompt_tokens": prompt_token_count(
+                tokenizer, row["prompt"], chat_template_kwargs, tools_of(row) if tools_of else None
+            )
+        },
+        desc="Counting prompt tokens",
+    )
+    lengths = counted["_prompt_tokens"]
+    kept = counted.filter(lambda row: row["_prompt_tokens"] <= max_prompt_tokens)
+    kept = kept.remove_columns("_prompt_tokens")
+    stats = PromptStats(kept=len(kept), dropped=len(rows) - len(kept), longest=max(lengths))
+    if stats.kept == 0:
+        raise DataError(
+            f"every prompt is longer than max_prompt_tokens={max_prompt_tokens} "
+            f"(longest {stats.longest}); raise max_prompt_tokens"
+        )
+    if stats.dropped:
+        logger.warning(
+            "dropped %d of %d rows with prompts over %d tokens (longest %d); "
+            "raise max_prompt_tokens to keep them",
+            stats.dropped,
+            len(rows),
+            max_prompt_tokens,
+            stats.longest,
+        )
+    return kept, stats
+
+
+def load_training_rows(script_args, task_args, task, split: str | None = None):
+    """Load and validate the configured split (no tokenizer needed, so it runs before the model)."""
+    split = split or script_args.dataset_train_split
+    rows = load_rows(script_args.dataset_name, script_args.dataset_config, split)
+    source = (
+        script_args.dataset_name
+        if is_local(script_args.dataset_name)
+        else f"{script_args.dataset_name}[{split}]"
+    )
+    required = {
+        script_args.prompt_column: "prompt_column",
+        script_args.answer_column: "answer_column",
+    }
+    extra = {getattr(task_args, setting): setting for setting in task.columns(task_args).values()}
+    validate_columns(rows, source, {**required, **extra}, frozenset(extra))
+    if script_args.max_train_samples is not None:
+        rows = rows.select(range(min(script_args.max_train_samples, len(rows))))
+    answer_column = script_args.answer_column
+    task.validate(_label_names(rows, answer_column), source, task_args, answer_column)
+    logger.info("loaded %d rows from %s", len(rows), source)
+    return rows
+
+
+def prepare(rows, tokenizer, script_args, task_args, task, chat_template_kwargs=None):
+    """Conversational prompts, filtered to `max_prompt_tokens` (measured as the recipe's
+    `chat_template_kwargs` render them)."""
+    rows = to_conversations(rows, script_args, task_args, task)
+    return filter_long_prompts(
+        rows,
+        tokenizer,
+        script_args.max_prompt_tokens,
+        chat_template_kwargs,
+        row_tools(task_args, task),
+    )

@@ -1,0 +1,44 @@
+"""The sandbox's recipe fields, shared by the tasks that run model-written programs (the code
+task's tests, the tools task's `run_python`), and the limits they make."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class SandboxArguments:
+    """Recipe fields `sandbox_*` (see sandbox/__init__.py for what each limit does); their
+    defaults are the sandbox's (`Limits`)."""
+
+    sandbox_workers: int = field(
+        default=2, metadata={"help": "programs run in parallel when scoring a batch"}
+    )
+    sandbox_timeout: float = field(
+        default=5.0, metadata={"help": "wall-clock seconds per program, tests included"}
+    )
+    sandbox_memory_mb: int = field(default=512, metadata={"help": "memory limit per program"})
+    # `process` opts into the weaker process-only sandbox (warned about on every run).
+    sandbox_isolation: str = field(
+        default="auto",
+        metadata={"help": "auto: bubblewrap, else unshare, else refuse; `process` = weaker, warned"},
+    )
+    sandbox_python: str | None = field(
+        default=None, metadata={"help": "Python 3.11+ running the programs; null: this one"}
+    )
+
+
+def sandbox_limits(args: SandboxArguments):
+    """The sandbox these fields describe, checked now: without the configured isolation, the run
+    stops here (before any model loads) with one line naming the fix."""
+    from . import Limits
+
+    limits = Limits(
+        timeout=args.sandbox_timeout,
+        memory_mb=args.sandbox_memory_mb,
+        workers=args.sandbox_workers,
+        isolation=args.sandbox_isolation,
+        python=args.sandbox_python,
+    )
+    limits.level()  # raises SandboxUnavailable (a UserError) with the fix
+    return limits

@@ -1,0 +1,296 @@
+"""Training with GRPO: the steps a project's train script composes (`starters/scripts/train.py`)
+and the run around them (`run`).
+
+Order matters for fast failure: the recipe is parsed, the rewards are resolved and the data is
+loaded and checked before the (slow) model load. A run resumes from the last checkpoint in
+`output_dir` unless `--no-resume` is given; SIGINT/SIGTERM save a checkpoint and stop (exit
+130/143), so the same command continues the run. While training, the health monitor warns on
+what the logs show (`output_dir/health.jsonl`); at the end the adapter (or full model), the
+tokenizer, `trainer_state.json` and `run_record.json` are in `output_dir`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from . import backends, data, rewards
+from .errors import Interrupted, ModelError, UserError, hub_hint
+from .recipe import Layer, Recipe, parse_recipe
+
+logger = logging.getLogger(__name__)
+
+BuildTrainer = Callable[..., object]  # (recipe, record=None) -> GRPOTrainer
+
+
+# --- the steps of a train script ---------------------------------------------------------------
+
+
+def reward_functions(recipe: Recipe) -> list:
+    """The recipe's `reward_funcs` from the task's reward table, with their settings bound and
+    each one's per-group spread logged (`rewards/<name>/frac_zero_std`); the reward model's name
+    last when the recipe has one (TRL loads it). Checked against `reward_weights`."""
+    from .callbacks.health import watch_group_spread
+
+    script_args, training_args = recipe.script, recipe.training
+    funcs = rewards.resolve(
+        script_args.reward_funcs, recipe.project.task.reward_table, recipe.reward_settings()
+    )
+    check_reward_weights(
+        script_args.reward_funcs, training_args.reward_weights, script_args.reward_model
+    )
+    watched = [watch_group_spread(func, training_args.num_generations) for func in funcs]
+    return [*watched, script_args.reward_model] if script_args.reward_model else watched
+
+
+def load_tokenizer(recipe: Recipe):
+    """The model's tokenizer, ready for GRPO (pad token, left padding, a chat template); for an
+    agent task, checked with TRL's own tool-calling checks."""
+    from .tokenizer import load_tokenizer as load
+
+    ensure_offline_model(recipe)
+    tokenizer = load(recipe.model, recipe.training.trust_remote_code)
+    if recipe.project.task.environments is not None:
+        check_tool_template(tokenizer, recipe.model.model_name_or_path)
+    return tokenizer
+
+
+def training_prompts(recipe: Recipe, tokenizer, record=None):
+    """The training rows, checked (file, row and column named on a problem), as chat prompts
+    rendered as TRL will render them; prompts over `max_prompt_tokens` dropped and counted."""
+    task = recipe.project.task
+    rows = data.load_training_rows(recipe.script, recipe.task, task)
+    kwargs = recipe.training.chat_template_kwargs  # TRL renders the prompts with them too
+    rows, stats = data.prepare(rows, tokenizer, recipe.script, recipe.task, task, kwargs)
+    logger.info("training on %d prompts (%d dropped as too long)", stats.kept, stats.dropped)
+    if record is not None:
+        record.start(recipe.script, rows, stats, recipe.reward_settings())
+    return rows
+
+
+def model_arguments(recipe: Recipe) -> dict:
+    """GRPOTrainer's model arguments for the project's backend: the model (its name, which TRL
+    loads with the recipe's dtype and quantization, or Unsloth's loaded model) and the LoRA
+    config (`peft_config`; None: full fine-tuning). GPU-only settings are checked first."""
+    backend = backends.load(recipe.project.backend)
+    backend.check_gpu_packages(recipe)
+    ensure_offline_model(recipe)
+    return backend.trainer_model(recipe)
+
+
+def agent_arguments(recipe: Recipe) -> dict:
+    """For an agent task, TRL's `environment_factory` (the task's environments); else nothing."""
+    task = recipe.project.task
+    if task.environments is None:
+        return {}
+    return {"environment_factory": task.environments(recipe.task)}
+
+
+def add_callbacks(trainer, recipe: Recipe, funcs: list) -> None:
+    """The health monitor and (when the recipe asks) the adaptive reward weights; the backend's
+    check of the trainer it got; for an agent task, the context length TRL's tool loop reads."""
+    backends.load(recipe.project.backend).check_trainer(trainer)
+    if recipe.project.task.environments is not None:
+        expose_context_length(trainer.model.config)
+    for callback in callbacks_for(trainer, recipe, funcs):
+        trainer.add_callback(callback)
+
+
+def ensure_offline_model(recipe: Recipe) -> None:
+    """An offline run's tiny model, built on first use (outputs/tiny-model)."""
+    if recipe.script.smoke:
+        from .offline.tiny_model import ensure_tiny_model
+
+        ensure_tiny_model(recipe)
+
+
+def last_checkpoint(output_dir: str) -> str | None:
+    """The newest `checkpoint-*` folder in `output_dir`, if any."""
+    from pathlib import Path
+
+    from transformers.trainer_utils import get_last_checkpoint
+
+    if not Path(output_dir).is_dir():
+        return None
+    return get_last_checkpoint(output_dir)
+
+
+def check_reward_weights(
+    names: list[str], weights: list[float] | None, reward_model: str | None = None
+) -> None:
+    expected = len(names) + (1 if reward_model else 0)
+    if weights is not None and len(weights) != expected:
+        listed = ", ".join([*names, *([f"reward model {reward_model}"] if reward_model else [])])
+        raise UserError(
+            f"reward_weights has {len(weights)} values but there are {expected} rewards: give "
+            f"one weight per reward, in order ({listed})"
+        )
+
+
+def check_tool_template(tokenizer, name: str) -> None:
+    """TRL's own checks of a chat template for tool calling, before the model loads, as one line:
+    it must render a whole tool-calling exchange, and TRL must know how to parse its calls."""
+    import copy
+
+    from trl.chat_template_utils import add_response_schema, supports_tool_calling
+
+    problem = None
+    if not supports_tool_calling(tokenizer):
+        problem = "cannot render a tool-calling conversation"
+    else:
+        try:
+            add_response_schema(copy.copy(tokenizer))
+        except ValueError:
+            if getattr(tokenizer, "response_template", None) is None:
+                problem = "is not one TRL can parse tool calls from"
+    if problem:
+        raise UserError(
+            f"the chat template of '{name}' {problem}: the tools task needs a model whose "
+            "template TRL 1.16 trains tool calls with (the README lists the catalog's)"
+        )
+
+
+def expose_context_length(config) -> None:
+    """TRL 1.16's tool loop reads `model.config.max_position_embeddings` (its context ceiling)
+    unless the processing class is a multimodal processor; a vision-language checkpoint trained
+    on text (Qwen3.5, Gemma 4) keeps it in its text config only, so the loop would fail with an
+    AttributeError on the first tool call. Copy it up."""
+    text = config.get_text_config()
+    if text is not config and "max_position_embeddings" not in config.to_dict():
+        limit = getattr(text, "max_position_embeddings", None)
+        if limit is not None:
+            config.max_position_embeddings = limit
+
+
+def configure_trackers(training_args) -> None:
+    """Trackers run offline unless told otherwise: wandb without an API key logs to ./wandb
+    (`wandb sync` uploads it later); trackio writes its local database by default."""
+    wandb = "wandb" in (training_args.report_to or [])
+    if wandb and not os.environ.get("WANDB_API_KEY") and "WANDB_MODE" not in os.environ:
+        os.environ["WANDB_MODE"] = "offline"
+        logger.info("wandb: offline (no WANDB_API_KEY); upload later with `wandb sync`")
+
+
+def callbacks_for(trainer, recipe, funcs: list) -> list:
+    """The health monitor, and the adaptive reward weights when the recipe asks for them
+    (`funcs`: the resolved reward functions, in the recipe's order)."""
+    from .callbacks.adaptive_weights import AdaptiveRewardWeights, Policy
+    from .callbacks.health import HealthMonitor, limits_from
+
+    script_args, training_args = recipe.script, recipe.training
+    correctness = recipe.project.task.correctness
+    limits = limits_from(
+        script_args,
+        beta=training_args.beta,
+        max_completion_length=training_args.max_completion_length,
+        max_tool_calling_iterations=training_args.max_tool_calling_iterations,
+        correctness=correctness if correctness in script_args.reward_funcs else None,
+    )
+    if script_args.smoke:  # the offline run chose its short completions: clipping is expected
+        limits = dataclasses.replace(limits, clipped_max=1.0)
+    output_dir = training_args.output_dir
+    found = [HealthMonitor(limits, output_dir, script_args.health_stop_on_fatal)]
+    if script_args.adaptive_reward_weights:
+        names = [f.__name__ if callable(f) else str(f).rstrip("/").split("/")[-1] for f in funcs]
+        ranges = [getattr(f, "reward_range", None) for f in funcs]
+        policy = Policy(
+            low=script_args.adaptive_low,
+            high=script_args.adaptive_high,
+            factor=script_args.adaptive_factor,
+            min_scale=script_args.adaptive_min_scale,
+            max_scale=script_args.adaptive_max_scale,
+        )
+        found.append(AdaptiveRewardWeights(trainer, names, ranges, policy, output_dir))
+    return found
+
+
+def end(trainer) -> None:
+    """Close the trackers and the process group at the end of a run, as TRL's own script does
+    (`Trainer.end`, transformers >= 5.18; the Unsloth stack's transformers has none)."""
+    finish = getattr(trainer, "end", None)
+    if callable(finish):
+        finish()
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+def default_build_trainer(recipe: Recipe, record=None):
+    """The project's own `build_trainer` (its train.py), else the starter script's."""
+    return recipe.project.script("train").build_trainer(recipe, record)
+
+
+def run(
+    build_trainer: BuildTrainer | None = None,
+    argv: Sequence[str] | None = None,
+    *,
+    stage: Layer | None = None,
+    prepare: Callable | None = None,
+    project=None,
+):
+    """Parse the recipe (with a stage's layer, from commands/stages.py), build the trainer with
+    `build_trainer` (default: the project's), train (resuming from the last checkpoint), save;
+    returns the trainer. `prepare(trainer)` runs before training (the smoke run's steering)."""
+    from .callbacks.health import HealthMonitor
+    from .callbacks.run_record import RunRecord
+    from .callbacks.stopping import StopOnSignal
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    recipe = parse_recipe(argv, extra=stage, project=project)
+    training_args = recipe.training
+    configure_trackers(training_args)
+    record = RunRecord(recipe, argv, main_process=training_args.process_index == 0)
+    if recipe.script.smoke:
+        logger.info(
+            "offline run (--smoke/--trial): %s on the CPU for %d steps, into %s; it proves the "
+            "data, prompts and rewards run end to end, it does not train a useful model",
+            recipe.model.model_name_or_path,
+            training_args.max_steps,
+            training_args.output_dir,
+        )
+    build = build_trainer or default_build_trainer
+    try:
+        trainer = build(recipe, record)
+    except OSError as err:
+        name = recipe.model.model_name_or_path
+        if recipe.script.reward_model and recipe.script.reward_model in str(err):
+            name = recipe.script.reward_model
+        raise ModelError(hub_hint(name, err)) from err
+    if prepare is not None:
+        prepare(trainer)
+    checkpoint = last_checkpoint(training_args.output_dir) if recipe.script.resume else None
+    logger.info("training processes: %d", training_args.world_size)
+    if checkpoint:
+        logger.info("resuming from %s", checkpoint)
+    stopper = StopOnSignal()
+    trainer.add_callback(stopper)
+    trainer.train(resume_from_checkpoint=checkpoint)
+    if stopper.received:
+        record.finish(trainer.state, f"stopped by {stopper.received.name}", checkpoint)
+        logger.warning(
+            "stopped at step %d; the checkpoint is in %s: run the same command to resume",
+            trainer.state.global_step,
+            training_args.output_dir,
+        )
+        end(trainer)
+        raise Interrupted(stopper.exit_code)
+    trainer.save_model(training_args.output_dir)
+    trainer.save_state()
+    monitors = [c for c in trainer.callback_handler.callbacks if isinstance(c, HealthMonitor)]
+    fatal = sorted(c for m in monitors for c, f in m.active.items() if f.severity == "fatal")
+    stopped = recipe.script.health_stop_on_fatal and fatal
+    status = f"stopped by the health check ({', '.join(fatal)})" if stopped else "finished"
+    record.finish(trainer.state, status, checkpoint)
+    logger.info("saved the trained model to %s", training_args.output_dir)
+    end(trainer)
+    return trainer
+
+
+def main(build_trainer: BuildTrainer | None = None, argv: Sequence[str] | None = None) -> int:
+    """A train command: `run` with one-line errors (exit code 2)."""
+    from .runner import run as run_command
+
+    return run_command(lambda args: run(build_trainer, args), argv)
