@@ -326,7 +326,7 @@ def readme_table(current: str) -> str:
     return "\n".join(lines)
 
 
-# Unsloth's vLLM memory share under UNSLOTH_VLLM_STANDBY=1 (which the generated modeling.py
+# Unsloth's vLLM memory share under UNSLOTH_VLLM_STANDBY=1 (which grpo_kit.backends.unsloth
 # sets): unsloth_zoo/vllm_utils.py (2026.10.9) replaces `gpu_memory_utilization` by a target from
 # the card's size (a tenth of its GiB), times 0.95 on vLLM >= 0.11, unless
 # UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE is set.

@@ -57,7 +57,7 @@ TOOL_CALLING_TEMPLATES = frozenset(
      "gemma4_v5", "lfm2_2_5_v2", "nemotron_3_nano"}
 )  # fmt: skip
 # Chat templates TRL 1.16 does not ship, carried by the generated project for its offline tiny
-# model (src/<package>/tools/chat_templates/<name>.jinja): the checkpoint's own template, from
+# model (grpo_kit/offline/chat_templates/<name>.jinja): the checkpoint's own template, from
 # the source named here. Their renderings are checked against outputs others published
 # (tests/test_catalog.py); a TRL release that ships one makes a test say to use TRL's copy.
 VENDORED_TEMPLATES = {

@@ -1,48 +1,23 @@
-"""Which files of the project template belong to which answer; the rest are pruned after baking.
+"""Which files a generated project holds: the template's own (pruned to the answers) and the
+starters copied from grpo-kit.
 
 The template folder holds every variant (cookiecutter-data-science style); `prune` deletes the
-files of the options not chosen, so a project contains only code it uses.
+files of the options not chosen. The project's own Python (its task, rewards and the train,
+merge and infer scripts) and its sample data are the kit's starters (`grpo_kit/starters/`),
+tested in the kit and copied in by `copy_starters`, so each exists once in this repository and a
+project starts from the very files the kit's suite checks. After generation they are the
+user's.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
-from . import catalog, memory, tuning
+from . import kit, memory, tuning
 from .answers import Answers
 
-
-# (question, answer) -> files (relative to the project root; {pkg} = package name) kept only
-# when that answer was given.
-def _task_files(task: str, *extra: str) -> tuple[str, ...]:
-    return (
-        f"src/{{pkg}}/tasks/{task}_task.py",
-        f"src/{{pkg}}/rewards/{task}_rewards.py",
-        f"data/sample_{task}.jsonl",
-        f"tests/test_{task}_rewards.py",
-        *extra,
-    )
-
-
 MULTI_GPU = ("multi-gpu", "multi-node")
-# The offline tiny model's chat template where TRL ships none: the checkpoint's own (vendored),
-# or a stand-in ChatML template for a custom model, whose template is unknown when baking.
-CHAT_TEMPLATE_FILE = "src/{{pkg}}/tools/chat_templates/{name}.jinja"
-STAND_IN_TEMPLATE = "stand_in"
-
-
-def _chat_template_variants() -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]:
-    def models(name: str) -> tuple[str, ...]:
-        return tuple(h for h, m in catalog.CATALOG.items() if m.chat_template == name)
-
-    return (
-        *(
-            ("model", models(name), (CHAT_TEMPLATE_FILE.format(name=name),))
-            for name in catalog.VENDORED_TEMPLATES
-        ),
-        ("model", (catalog.CUSTOM,), (CHAT_TEMPLATE_FILE.format(name=STAND_IN_TEMPLATE),)),
-    )
-
 
 # One accelerate config per distribution strategy the tuning plans (tuning.accelerate_config), and
 # FSDP2 for users who prefer it.
@@ -50,51 +25,53 @@ ACCELERATE = (
     *(tuning.accelerate_config(strategy) for strategy in memory.SHARDED),
     "configs/accelerate/fsdp2.yaml",
 )
+TASKS = ("math", "code", "json", "classification", "custom", "tools")
 
 # (question, answers that keep the files, files relative to the project root; {pkg} = package).
 VARIANTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("task_type", ("math",), _task_files("math")),
-    ("task_type", ("code",), _task_files("code", "tests/test_code_pythons.py")),
-    # The code sandbox: the code task's tests and the tools task's run_python run in it.
-    (
-        "task_type",
-        ("code", "tools"),
-        (
-            "src/{pkg}/sandbox/__init__.py",
-            "src/{pkg}/sandbox/arguments.py",
-            "src/{pkg}/sandbox/harness.py",
-            "src/{pkg}/sandbox/isolation.py",
-            "tests/test_sandbox.py",
-        ),
-    ),
-    ("task_type", ("json",), _task_files("json")),
-    ("task_type", ("classification",), _task_files("classification")),
-    ("task_type", ("custom",), _task_files("custom")),
-    (
-        "task_type",
-        ("tools",),
-        _task_files(
-            "tools",
-            "src/{pkg}/environments/__init__.py",
-            "src/{pkg}/environments/base.py",
-            "src/{pkg}/environments/episodes.py",
-            "src/{pkg}/environments/python_env.py",
-            "src/{pkg}/environments/lookup_env.py",
-            "data/sample_corpus.jsonl",
-            "tests/test_environments.py",
-            "tests/test_agent_learning.py",
-        ),
-    ),
-    # The tools task's Python environment reads final answers as the math task does.
-    ("task_type", ("math", "tools"), ("src/{pkg}/rewards/math_rewards.py",)),
-    ("gpu_tier", MULTI_GPU, (*ACCELERATE, "src/{pkg}/training/launch.py", "tests/test_launch.py")),
+    *(("task_type", (task,), (f"tests/test_{task}_rewards.py",)) for task in TASKS),
+    ("gpu_tier", MULTI_GPU, ACCELERATE),
     ("gpu_tier", ("multi-node",), ("scripts/multinode.sbatch",)),
-    ("backend", ("unsloth",), ("src/{pkg}/modeling_unsloth.py", "tests/test_unsloth.py")),
-    *_chat_template_variants(),
+)
+# (question, answer, from, to): a variant file that takes a general name when chosen.
+RENAMES = tuple(
+    ("task_type", task, f"tests/test_{task}_rewards.py", "tests/test_rewards.py") for task in TASKS
 )
 
-# (question, answer, from, to): a variant file that replaces the default one when chosen.
-RENAMES = (("backend", "unsloth", "src/{pkg}/modeling_unsloth.py", "src/{pkg}/modeling.py"),)
+# The kit's starters a project is generated with: (source under grpo_kit/starters, target).
+SCRIPTS = ("train", "merge", "infer")
+PACKAGE_FILES = ("task", "rewards")
+SHARED_DATA = ("sample_preferences.jsonl",)  # every task's project: the reward-model pairs
+TASK_DATA = {"tools": ("sample_corpus.jsonl",)}  # beside the task's sample file
+PACKAGE = "<package>"  # how the starters name the package in their docstrings
+
+
+def starter_files(answers: Answers) -> dict[str, Path]:
+    """{path in the project: the kit starter it is copied from} for these answers."""
+    task = answers.task_type
+    pkg = answers.package_name
+    source = kit.STARTERS_DIR
+    files = {f"src/{pkg}/{name}.py": source / task / f"{name}.py" for name in PACKAGE_FILES}
+    files |= {f"src/{pkg}/{name}.py": source / "scripts" / f"{name}.py" for name in SCRIPTS}
+    sample = Path(answers.task.sample_data)
+    data = (sample.name, *SHARED_DATA, *TASK_DATA.get(task, ()))
+    files |= {f"data/{name}": source / "data" / name for name in data}
+    return files
+
+
+def copy_starters(project_dir: Path, answers: Answers) -> list[str]:
+    """Copy the kit's starters into the project; returns what was written."""
+    written = []
+    for relative, source in starter_files(answers).items():
+        target = project_dir / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.suffix == ".py":
+            text = source.read_text(encoding="utf-8").replace(PACKAGE, answers.package_name)
+            target.write_text(text, encoding="utf-8")
+        else:
+            shutil.copyfile(source, target)
+        written.append(relative)
+    return written
 
 
 def variant_paths(answers: Answers) -> tuple[set[str], set[str]]:
@@ -108,7 +85,8 @@ def variant_paths(answers: Answers) -> tuple[set[str], set[str]]:
 
 
 def prune(project_dir: Path, answers: Answers) -> list[str]:
-    """Delete the files of options not chosen (and folders left empty); returns what went."""
+    """Delete the files of options not chosen (and folders left empty), give the chosen variants
+    their general names, then copy the kit's starters in; returns what was removed."""
     _, drop = variant_paths(answers)
     removed = []
     for relative in sorted(drop):
@@ -121,7 +99,6 @@ def prune(project_dir: Path, answers: Answers) -> list[str]:
             folder.rmdir()
     for question, value, source, target in RENAMES:
         if getattr(answers, question) == value:
-            pkg = answers.package_name
-            (project_dir / source.format(pkg=pkg)).replace(project_dir / target.format(pkg=pkg))
-            removed.append(target.format(pkg=pkg))
+            (project_dir / source).replace(project_dir / target)
+    copy_starters(project_dir, answers)
     return removed

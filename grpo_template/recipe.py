@@ -7,11 +7,12 @@ transformers 5, so prompt length is the script argument `max_prompt_tokens` and 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
 
-from . import algorithms
+from . import algorithms, kit  # noqa: F401 (kit: grpo_kit importable)
 from .tuning import Plan
 
 TRACKER_NOTES = {
@@ -27,9 +28,6 @@ class Entry:
     key: str
     value: object
     comment: str = ""
-    # True when the value is the field's default in the generated project's dataclass, written
-    # so the user sees it (tests/test_recipe_defaults.py proves the two agree, field by field).
-    is_default: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,30 +72,28 @@ def sections(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> l
     task, model, tier = plan.task, plan.model, plan.tier
     rewards = task.rewards
     data = Section(
-        "data and prompts (ScriptArguments, src/<package>/config.py)",
+        "data and prompts (grpo_kit.recipe.ScriptArguments; defaults: src/<package>/task.py)",
         (
             Entry(
                 "dataset_name",
                 task.dataset_name,
-                "Hub id, or a local .jsonl/.csv/.parquet file",
-                is_default=True,
+                "Hub id, or a local .jsonl/.csv/.parquet file"
             ),
             Entry(
-                "dataset_config", task.dataset_config, "Hub dataset configuration", is_default=True
+                "dataset_config", task.dataset_config, "Hub dataset configuration"
             ),
-            Entry("dataset_train_split", task.train_split, is_default=True),
+            Entry("dataset_train_split", task.train_split),
             Entry(
                 "dataset_test_split",
                 task.test_split,
                 "held out for evaluation"
                 if task.test_split != task.train_split
                 else "this dataset has one split: evaluate on your own held-out data "
-                "(make evaluate ARGS='--dataset_name FILE')",
-                is_default=True,
+                "(make evaluate ARGS='--dataset_name FILE')"
             ),
-            Entry("prompt_column", task.prompt_column, "column with the question", is_default=True),
+            Entry("prompt_column", task.prompt_column, "column with the question"),
             Entry(
-                "answer_column", task.answer_column, "column with the gold answer", is_default=True
+                "answer_column", task.answer_column, "column with the gold answer"
             ),
             Entry(
                 "system_prompt",
@@ -219,11 +215,11 @@ def sections(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> l
     result = [data, _watch_section()]
     if plan.backend == "unsloth":
         result.append(
-            Section("Unsloth (BackendArguments, src/<package>/modeling.py)", _unsloth_entries(plan))
+            Section("Unsloth (grpo_kit.backends.UnslothArguments)", _unsloth_entries(plan))
         )
     if task.arguments:
-        title = f"{task.name} task (TaskArguments, src/<package>/tasks/{task.name}_task.py)"
-        entries = tuple(Entry(a.key, a.value, a.why, is_default=True) for a in task.arguments)
+        title = f"{task.name} task (TaskArguments, src/<package>/task.py)"
+        entries = tuple(Entry(a.key, a.value, a.why) for a in task.arguments)
         result.append(Section(title, entries))
     return [*result, Section("model (trl.ModelConfig)", tuple(model_entries)), training]
 
@@ -256,66 +252,41 @@ def values(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> dic
     return {e.key: e.value for s in sections(plan, tracker, algorithm) for e in s.entries}
 
 
-def default_values(plan: Plan, tracker: str) -> dict:
-    """The recipe values that are also the generated dataclasses' defaults."""
-    return {e.key: e.value for s in sections(plan, tracker) for e in s.entries if e.is_default}
+# The kit's recipe fields the recipe writes, in this order, with their default and help text
+# (grpo_kit.recipe.ScriptArguments holds both, once).
+WATCHED = (
+    "health_zero_std_max",
+    "health_kl_max",
+    "health_entropy_min",
+    "health_clipped_max",
+    "health_flat_logs",
+    "health_stop_on_fatal",
+    "adaptive_reward_weights",
+    "reward_model",
+)
+
+
+def kit_entries(dataclass_type, names: tuple[str, ...] | None = None) -> tuple[Entry, ...]:
+    """Entries for fields of a kit dataclass (all, or `names` in that order), each with the
+    field's default and its help text as the comment."""
+    fields = {f.name: f for f in dataclasses.fields(dataclass_type)}
+    entries = []
+    for name in names or tuple(fields):
+        field = fields[name]
+        value = field.default
+        if field.default_factory is not dataclasses.MISSING:
+            value = field.default_factory()
+        entries.append(Entry(name, value, field.metadata.get("help", "")))
+    return tuple(entries)
 
 
 def _watch_section() -> Section:
-    """Health checks, reward weighting and an optional reward model (ScriptArguments)."""
+    """Health checks, reward weighting and an optional reward model (the kit's ScriptArguments)."""
+    from grpo_kit.recipe import ScriptArguments
+
     return Section(
-        "health checks and reward weighting (ScriptArguments, src/<package>/config.py)",
-        (
-            Entry(
-                "health_zero_std_max",
-                0.8,
-                "warn when this share of groups scores all completions alike (no signal)",
-                is_default=True,
-            ),
-            Entry(
-                "health_kl_max",
-                0.5,
-                "warn above this kl (logged only when beta > 0)",
-                is_default=True,
-            ),
-            Entry(
-                "health_entropy_min",
-                0.05,
-                "warn below this token entropy: collapse",
-                is_default=True,
-            ),
-            Entry(
-                "health_clipped_max",
-                0.3,
-                "warn when this share of completions is cut off",
-                is_default=True,
-            ),
-            Entry(
-                "health_flat_logs",
-                20,
-                "logs without reward movement that make a plateau",
-                is_default=True,
-            ),
-            Entry(
-                "health_stop_on_fatal",
-                False,
-                "true: checkpoint and stop when a problem persists (e.g. no reward spread)",
-                is_default=True,
-            ),
-            Entry(
-                "adaptive_reward_weights",
-                False,
-                "true: raise weights of rewards rarely met, lower those mastered",
-                is_default=True,
-            ),
-            Entry(
-                "reward_model",
-                None,
-                "a sequence-classification reward model (Hub id or folder), scored with the "
-                "functions; add its weight last to reward_weights",
-                is_default=True,
-            ),
-        ),
+        "health checks and reward weighting (grpo_kit.recipe.ScriptArguments)",
+        kit_entries(ScriptArguments, WATCHED),
     )
 
 
@@ -359,7 +330,7 @@ def _fast_inference_comment(plan: Plan) -> str:
     share = algorithms.unsloth_standby_share(plan.tier.memory_gib)
     return (
         "vLLM sharing the model's weights (pip install -e '.[gpu]'); UNSLOTH_VLLM_STANDBY=1 "
-        f"(modeling.py) gives it {share:.0%} of this tier's {plan.tier.memory_gib:g} GiB whatever "
+        f"(grpo_kit.backends.unsloth) gives it {share:.0%} of this tier's {plan.tier.memory_gib:g} GiB whatever "
         "gpu_memory_utilization says, and frees it while training"
     )
 
@@ -388,7 +359,7 @@ def _vllm_entries(plan: Plan) -> list[Entry]:
             Entry(
                 "vllm_server_host",
                 "127.0.0.1",
-                "the server `python -m <package>.training.launch` starts",
+                "the server `grpo launch` starts",
             ),
             Entry("vllm_server_port", 8000, "its port"),
             Entry("vllm_server_timeout", 600.0, "seconds to wait for it to load the model"),

@@ -42,13 +42,10 @@ from dataclasses import dataclass
 
 from . import memory, stack, tuning
 from .catalog import CATALOG, ModelSpec
-from .recipe import Entry, Section, checkpointing_key, render_file
+from .recipe import Entry, Section, checkpointing_key, kit_entries, render_file
 from .tiers import Tier
 
-SAMPLE_PREFERENCES = "data/sample_preferences.jsonl"  # in the generated project
-ACCURACY_TARGET = 0.8  # chosen scored above rejected on held-out pairs (the seed guide's target)
 CENTER_REWARDS = 0.01  # TRL's recommended center_rewards_coefficient (arXiv 2312.09244, Eq. 2)
-TEST_SIZE = 0.2  # share of the pairs held out when the data has no test split
 LENGTH_FRACTIONS = (1.0, 0.75, 0.5)  # max_length tried, as fractions of the GRPO sequence length
 MIN_LENGTH = 256
 
@@ -248,7 +245,7 @@ def run_name(grpo_plan: tuning.Plan, rm: RewardPlan) -> str:
     return re.sub(r"[^a-z0-9.]+", "-", f"{short}-{grpo_plan.task.name}-reward-model").strip("-")
 
 
-# The command's own fields (RewardScriptArguments in the generated reward_model.py).
+# The command's own fields the recipe writes (grpo_kit.commands.reward_model).
 SCRIPT_FIELDS = (
     "dataset_name",
     "dataset_config",
@@ -267,50 +264,18 @@ SCRIPT_FIELDS = (
 
 def sections(grpo_plan: tuning.Plan, rm: RewardPlan, tracker: str) -> list[Section]:
     task, tier, model = grpo_plan.task, rm.tier, rm.model
+    from grpo_kit.commands.reward_model import RewardScriptArguments
+
+    pairs = {e.key: e for e in kit_entries(RewardScriptArguments, SCRIPT_FIELDS)}
+    pairs["dataset_name"] = Entry(
+        "dataset_name", pairs["dataset_name"].value, pairs["dataset_name"].comment + " (a sample)"
+    )
+    pairs["system_prompt"] = Entry(
+        "system_prompt", task.system_prompt, pairs["system_prompt"].comment
+    )
     data = Section(
-        "preference pairs (RewardScriptArguments, src/<package>/reward_model.py)",
-        (
-            Entry(
-                "dataset_name",
-                SAMPLE_PREFERENCES,
-                "Hub id, or a local .jsonl/.csv/.parquet file of pairs (this one: a sample)",
-            ),
-            Entry("dataset_config", None, "Hub dataset configuration"),
-            Entry("dataset_train_split", "train", "split to train on (Hub datasets)"),
-            Entry(
-                "dataset_test_split",
-                None,
-                "Hub split held out for the evaluation; null: hold out test_size of the pairs",
-            ),
-            Entry("test_size", TEST_SIZE, "share of the pairs held out without a test split"),
-            Entry(
-                "prompt_column",
-                "prompt",
-                "the prompt (text or chat); null when chosen/rejected hold whole conversations",
-            ),
-            Entry("chosen_column", "chosen", "the better answer (text or assistant messages)"),
-            Entry("rejected_column", "rejected", "the worse answer to the same prompt"),
-            Entry(
-                "margin_column",
-                None,
-                "optional: how much better chosen is (TRL subtracts it in the loss)",
-            ),
-            Entry(
-                "system_prompt",
-                task.system_prompt,
-                "as in configs/grpo.yaml: the reward model learns on the prompts GRPO scores",
-            ),
-            Entry(
-                "as_chat",
-                True,
-                "text pairs become chats (system, user, assistant), as GRPO shows them",
-            ),
-            Entry(
-                "accuracy_target",
-                ACCURACY_TARGET,
-                "warn when fewer held-out pairs score chosen above rejected",
-            ),
-        ),
+        "preference pairs (grpo_kit.commands.reward_model.RewardScriptArguments)",
+        tuple(pairs.values()),
     )
     model_entries = [
         Entry("model_name_or_path", model.hub_id, _model_comment(grpo_plan, rm)),
@@ -412,11 +377,11 @@ def header(grpo_plan: tuning.Plan, rm: RewardPlan) -> str:
     return (
         f"Reward-model recipe: {rm.model.hub_id} as a sequence classifier (one score per text) "
         f"on the {rm.tier.name} tier, {grpo_plan.task.name} task, {grpo_plan.backend} backend.\n"
-        "Train: make reward-model (python -m <package>.reward_model --config "
-        "configs/reward_model.yaml), on one device;\n"
+        "Train: make reward-model (grpo reward-model --config configs/reward_model.yaml), "
+        "on one device;\n"
         "then set reward_model: <output_dir> in configs/grpo.yaml or configs/local.yaml,\n"
         "with one more weight at the end of reward_weights.\n"
-        "Every key is a field of RewardScriptArguments (src/<package>/reward_model.py), "
+        "Every key is a field of grpo_kit's RewardScriptArguments, "
         "trl.RewardConfig or trl.ModelConfig;\n"
         "override any of them on the command line, e.g. --learning_rate 1e-5 --max_steps 100.\n"
         f"Size table row {row.label}: learning rate {row.learning_rate:g} (full fine-tuning), "

@@ -31,13 +31,6 @@ UNSLOTH_STACK = (
     "accelerate>=1.15,<1.16",
 )
 
-COMMON = (
-    "math-verify>=0.9,<0.10",
-    "pyyaml>=6",
-    "rich>=13",
-    "matplotlib>=3.9",  # the report command's plots
-)
-
 TRACKER_PACKAGES = {
     "none": (),
     "tensorboard": ("tensorboard>=2.18",),
@@ -62,9 +55,10 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 def dependencies(backend: str, tracker: str, extra: tuple[str, ...] = ()) -> list[str]:
-    """The project's requirements: backend stack, common tools, tracker, task extras."""
+    """The project's requirements besides grpo-kit (whose own requirements, math-verify,
+    jsonschema, rich, ..., come with it): the backend's stack, the tracker, task extras."""
     stack = {"transformers": TRANSFORMERS_STACK, "unsloth": UNSLOTH_STACK}[backend]
-    return [*stack, *COMMON, *TRACKER_PACKAGES[tracker], *extra]
+    return [*stack, *TRACKER_PACKAGES[tracker], *extra]
 
 
 def summary(backend: str) -> str:

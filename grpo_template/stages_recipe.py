@@ -24,7 +24,7 @@ def render(plan: Plan) -> str:
     formats = [r for r in task.rewards if r.kind == "format"]
     first, second = stage_steps(plan)
     lines = [
-        "# Staged training: python -m <package>.training.stages configs/stages.yaml (make stages).",
+        "# Staged training: grpo stages configs/stages.yaml (make stages).",
         "# Each stage is the `recipe:` with the stage's keys replaced; a stage after the first",
         "# starts from the previous stage's weights (its merged model when it trained an adapter).",
         f"# Stage 1 teaches the {task.name} task's answer format, so that stage 2's correctness",

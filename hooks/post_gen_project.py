@@ -1,4 +1,5 @@
-"""Finish the project: prune the files of options not chosen, record the answers, say what next."""
+"""Finish the project: prune the files of options not chosen, copy in grpo-kit's starters (the
+task, rewards, scripts and sample data), record the answers, say what next."""
 
 import json
 import sys
@@ -24,8 +25,8 @@ Created {project}
 
 Next:
   cd {project.name}
-  make install     # installs the project ({answers.backend} backend) with its dev tools
-  make smoke       # offline: tiny model, train -> merge -> infer (under a minute on a CPU)
-  make train       # the real run: configs/grpo.yaml
+  make install     # torch, grpo-kit, then the project ({answers.backend} backend)
+  make smoke       # offline: tiny model, train -> merge -> infer, on the CPU
+  make train       # the real run: configs/grpo.yaml (yours to change: configs/local.yaml)
 """
 )

@@ -1,25 +1,13 @@
-"""The whole pipeline on the tiny model: train -> merge (with its check) -> infer, offline."""
+"""The whole pipeline on the tiny model, through the starter scripts (the ones every project is
+generated with): train -> merge (with its check) -> infer, offline."""
 
 import pytest
+from conftest import smoke_train
 
-from {{ cookiecutter.package_name }} import infer, merge, train
-from {{ cookiecutter.package_name }}.project import BACKEND
-from {{ cookiecutter.package_name }}.tools import smoke
-
-
-def smoke_train(tiny_model_dir, output_dir, *extra):
-    return train.train(
-        [
-            "--config",
-            "configs/grpo.yaml",
-            "--smoke",
-            "--model_name_or_path",
-            str(tiny_model_dir),
-            "--output_dir",
-            str(output_dir),
-            *extra,
-        ]
-    )
+from grpo_kit.commands import smoke
+from grpo_kit.errors import UserError
+from grpo_kit.merging import MergeCheckFailed
+from grpo_kit.starters.scripts import infer, merge, train
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +32,7 @@ def test_merge_writes_a_verified_standalone_model(trained_run, tmp_path, capsys)
 
 def test_merge_refuses_to_overwrite(trained_run, tmp_path):
     (tmp_path / "merged").mkdir()
-    with pytest.raises(merge.UserError, match="already exists"):
+    with pytest.raises(UserError, match="already exists"):
         merge.merge([str(trained_run), "--output", str(tmp_path / "merged")])
 
 
@@ -55,7 +43,7 @@ def test_merge_check_catches_a_merge_that_lost_the_adapter(
     from peft import LoraConfig, get_peft_model
     from transformers import AutoTokenizer
 
-    from {{ cookiecutter.package_name }}.inference import model_class
+    from grpo_kit.generation import model_class
 
     # An adapter with large random weights, so it clearly changes the outputs, on the recipe's
     # targets, or on a full fine-tuning tier the attention projections (PEFT refuses
@@ -78,7 +66,7 @@ def test_merge_check_catches_a_merge_that_lost_the_adapter(
     monkeypatch.setattr(
         PeftModel, "merge_and_unload", lambda self, *a, **k: self.unload(), raising=False
     )
-    with pytest.raises(merge.MergeCheckFailed, match="behaves like the base model"):
+    with pytest.raises(MergeCheckFailed, match="behaves like the base model"):
         merge.merge(
             [str(adapter_dir), "--output", str(tmp_path / "merged"), "--max-new-tokens", "4"]
         )
@@ -92,7 +80,7 @@ def test_infer_generates_text(trained_run, tmp_path):
     ask = ["--model", str(out), "--prompt", "What is 2 + 3?", "--max-new-tokens", "8"]
     answers = infer.infer([*ask, "--seed", "0"])
     # An agent task's answer is its rollout (messages), shown as a transcript.
-    shown = [infer.transcript(a) if isinstance(a, list) else a for a in answers]
+    shown = [a for a in answers]
     assert len(answers) == 1 and shown[0].strip()
     assert infer.infer([*ask, "--seed", "0"]) == answers
 
@@ -152,7 +140,6 @@ def test_smoke_pipeline_trains_merges_and_answers(tiny_model_dir, tmp_path, caps
 
 @pytest.mark.slow
 @pytest.mark.distributed
-@pytest.mark.skipif(BACKEND == "unsloth", reason="the Unsloth backend trains in one process")
 def test_two_process_distributed_training_on_cpu(tiny_model_dir, tmp_path):
     """The distributed path (torchrun, gloo) with 2 processes on the tiny model."""
     import os

@@ -46,6 +46,7 @@ def quiet_libraries() -> None:
         warnings.filterwarnings("ignore", message=pattern)
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory's notice
 
 
 def run(main: Callable[[Sequence[str] | None], object], argv: Sequence[str] | None = None) -> int:

@@ -52,7 +52,7 @@ from ..runner import run
 logger = logging.getLogger(__name__)
 
 DEFAULT_RECIPE = Path("configs/reward_model.yaml")
-SAMPLE_PREFERENCES = "data/sample_preferences.jsonl"
+SAMPLE_PREFERENCES = "data/sample_preferences.jsonl"  # a sample of pairs every project ships
 TINY_REWARD_MODEL_DIR = Path("outputs/tiny-reward-model")
 EVAL_FILE = "reward_eval.json"
 ADAPTER_DIR = "adapter"
@@ -85,52 +85,62 @@ class RewardScriptArguments:
 
     dataset_name: str = field(
         default=SAMPLE_PREFERENCES,
-        metadata={"help": "Hub dataset id, or a local .jsonl/.json/.csv/.parquet file of pairs."},
+        metadata={"help": "Hub id, or a local .jsonl/.csv/.parquet file of pairs"},
     )
     dataset_config: str | None = field(
-        default=None, metadata={"help": "Hub dataset configuration name (ignored for files)."}
+        default=None, metadata={"help": "Hub dataset configuration"}
     )
-    dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
+    dataset_train_split: str = field(
+        default="train", metadata={"help": "split to train on (Hub datasets)"}
+    )
     dataset_test_split: str | None = field(
         default=None,
-        metadata={"help": "Hub split held out for the evaluation; None: hold out test_size."},
+        metadata={
+            "help": "Hub split held out for the evaluation; null: hold out test_size of the pairs"
+        },
     )
     test_size: float = field(
-        default=0.2, metadata={"help": "Share of the pairs held out when there is no test split."}
+        default=0.2, metadata={"help": "share of the pairs held out without a test split"}
     )
     prompt_column: str | None = field(
         default="prompt",
-        metadata={"help": "Column with the prompt; None when chosen/rejected hold it."},
+        metadata={
+            "help": "the prompt (text or chat); null when chosen/rejected hold whole conversations"
+        },
     )
     chosen_column: str = field(
-        default="chosen", metadata={"help": "Column with the better answer."}
+        default="chosen", metadata={"help": "the better answer (text or assistant messages)"}
     )
     rejected_column: str = field(
-        default="rejected", metadata={"help": "Column with the worse answer."}
+        default="rejected", metadata={"help": "the worse answer to the same prompt"}
     )
     margin_column: str | None = field(
-        default=None, metadata={"help": "Optional column: how much better chosen is (a number)."}
+        default=None,
+        metadata={"help": "optional: how much better chosen is (TRL subtracts it in the loss)"},
     )
     system_prompt: str = field(
-        default="", metadata={"help": "System message added to text prompts made into chats."}
+        default="",
+        metadata={"help": "as in configs/grpo.yaml: the reward model learns on the prompts GRPO "
+                  "scores"},  # fmt: skip
     )
     as_chat: bool = field(
         default=True,
-        metadata={"help": "Turn text pairs with a prompt into chats (as GRPO shows them)."},
+        metadata={"help": "text pairs become chats (system, user, assistant), as GRPO shows them"},
     )
     max_train_samples: int | None = field(
-        default=None, metadata={"help": "Use only the first N training pairs (quick runs)."}
+        default=None, metadata={"help": "use only the first N training pairs (quick runs)"}
     )
     accuracy_target: float = field(
-        default=0.8, metadata={"help": "Warn when the held-out accuracy is below this."}
+        default=0.8,  # chosen scored above rejected on held-out pairs (the seed guide's target)
+        metadata={"help": "warn when fewer held-out pairs score chosen above rejected"},
     )
     resume: bool = field(
         default=True,
-        metadata={"help": "Resume from the last checkpoint in output_dir (--no-resume: fresh)."},
+        metadata={"help": "resume from the last checkpoint in output_dir (--no-resume: fresh)"},
     )
     smoke: bool = field(
         default=False,
-        metadata={"help": "Offline smoke run: tiny reward model, sample pairs, CPU, few steps."},
+        metadata={"help": "offline smoke run: tiny reward model, sample pairs, CPU, few steps"},
     )
 
 

@@ -27,7 +27,8 @@ import re
 import unicodedata
 
 
-_FENCE_RE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n(.*?)```", re.DOTALL)
+# Possessive blanks (`*+`): linear on a fence followed by a long run of blanks (see verify/code).
+_FENCE_RE = re.compile(r"```[ \t]*+(?:json[ \t]*+)?\n(.*?)```", re.DOTALL)
 MAX_SCAN, MAX_STARTS = 10_000, 8  # bounds for finding JSON embedded in text
 SCHEMA_BUDGET_S = 1.0  # validating one completion against the row's schema
 

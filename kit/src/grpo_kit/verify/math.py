@@ -33,7 +33,6 @@ import functools
 import logging
 import re
 
-from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
 from ..rewards.base import RewardTimeout, time_budget
 from .text import extract_answer, tail
@@ -46,8 +45,16 @@ FREE_TEXT_CHARS = 1000  # without an <answer> block, the end of the text that is
 FINAL_ANSWER = "final answer is"
 THINK_CLOSE = "</think>"
 
-_LATEX = [LatexExtractionConfig()]
-_NUMBER = [ExprExtractionConfig()]
+
+
+@functools.cache
+def _math_verify():
+    """math-verify's parse and verify and the two extraction configs used here, imported on
+    first use (the template reads the tasks without math-verify installed)."""
+    import math_verify
+
+    latex, number = [math_verify.LatexExtractionConfig()], [math_verify.ExprExtractionConfig()]
+    return math_verify.parse, math_verify.verify, latex, number
 
 # Delimiters of LaTeX math (an escaped `\$` is a dollar sign, kept).
 _DELIMITERS_RE = re.compile(r"(?<!\\)\$|\\[()\[\]]")
@@ -176,10 +183,12 @@ def read_final(text: str, words: bool = True) -> tuple:
     number = _NUMBER_RE.fullmatch(text)
     if number is not None:
         canonical = f"{number['sign']}{number['digits']}{'%' if number['percent'] else ''}"
-        return tuple(parse(canonical, _NUMBER, fallback_mode="no_fallback", parsing_timeout=None))
+        parse, _, _, as_number = _math_verify()
+        return tuple(parse(canonical, as_number, fallback_mode="no_fallback", parsing_timeout=None))
     if words and _WORDS_RE.fullmatch(text):
         text = "\\text{" + text + "}"
-    read = parse(f"$${text}$$", _LATEX, parsing_timeout=None)
+    parse, _, as_latex, _ = _math_verify()
+    read = parse(f"$${text}$$", as_latex, parsing_timeout=None)
     if len(read) != 2 or isinstance(read[0], str) or is_prose(read[1]):
         return ()
     return (read[0],)
@@ -266,7 +275,8 @@ def _warm_up() -> None:
     """Build math-verify's LaTeX parser once, outside any completion's budget (an enclosing
     budget pauses while an inner one runs)."""
     with time_budget(WARM_UP_S):
-        parse("$$\\frac{1}{2}$$", _LATEX, parsing_timeout=None)
+        parse, _, as_latex, _ = _math_verify()
+        parse("$$\\frac{1}{2}$$", as_latex, parsing_timeout=None)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -291,5 +301,5 @@ def predicted_value(completion: str) -> tuple:
 def equal(gold: tuple, predicted: tuple) -> bool:
     """Whether two read answers are the same mathematics (math-verify's `verify`)."""
     return bool(gold and predicted) and bool(
-        verify(list(gold), list(predicted), timeout_seconds=None)
+        _math_verify()[1](list(gold), list(predicted), timeout_seconds=None)
     )

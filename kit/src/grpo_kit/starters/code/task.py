@@ -10,25 +10,32 @@ configs/grpo.yaml; change them there (or in configs/local.yaml) for a run.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from grpo_kit.sandbox import SandboxArguments, sandbox_limits
 from grpo_kit.rewards import formats
+from grpo_kit.sandbox import SandboxArguments, sandbox_limits
 from grpo_kit.task import DataDefaults, Reward, Task, message_text, think_answer
 from grpo_kit.verify import code
 
 from . import rewards
 
 
-
 @dataclass
 class TaskArguments(SandboxArguments):
     """Recipe fields of the code task: the sandbox (`sandbox_*`) and the optional columns."""
 
-    solution_column: str | None = "code"  # reference solution, for ideal completions only
-    setup_column: str | None = "test_setup_code"  # code run before the tests; null if none
-    entry_point_column: str | None = None  # HumanEval: column naming the checked function
-    stub_column: str | None = None  # HumanEval: `prompt`, the code the solution completes
+    solution_column: str | None = field(
+        default="code", metadata={"help": "reference solution (ideal completions only)"}
+    )
+    setup_column: str | None = field(
+        default="test_setup_code", metadata={"help": "code run before the tests; null if none"}
+    )
+    entry_point_column: str | None = field(
+        default=None, metadata={"help": "HumanEval: column naming the checked function"}
+    )
+    stub_column: str | None = field(
+        default=None, metadata={"help": "HumanEval: `prompt`, the code the solution completes"}
+    )
 
 
 def user_message(row: dict, prompt_column: str, answer_column: str, task_args) -> str:
@@ -86,8 +93,8 @@ TASK = Task(
         sample="data/sample_code.jsonl",
     ),
     system_prompt=(
-        f"You write Python. {formats.FORMAT_INSTRUCTIONS} The answer is one ```python code block that defines the "
-        "function the tests call, without tests or example usage."
+        f"You write Python. {formats.FORMAT_INSTRUCTIONS} The answer is one ```python code "
+        "block that defines the function the tests call, without tests or example usage."
     ),
     rewards=(
         Reward(

@@ -53,9 +53,11 @@ TASK = Task(
     ),
     rewards=(  # EDIT HERE: your rewards, with the weights the recipe starts from
         Reward(
-            rewards.exact_answer, 2.0, "1 if the answer equals the gold answer (edit it)",
+            rewards.exact_answer,
+            2.0,
+            "1 if the answer equals the gold answer (edit it)",
             "correctness",
-        ),  # fmt: skip
+        ),
         Reward(rewards.strict_format, 0.5, formats.STRICT_WHY),
         Reward(rewards.partial_format, 0.5, formats.PARTIAL_WHY),
     ),

@@ -8,7 +8,7 @@ them there (or in configs/local.yaml) for a run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from grpo_kit.rewards import formats
 from grpo_kit.task import DataDefaults, Reward, Task, message_text
@@ -20,7 +20,9 @@ from . import rewards
 class TaskArguments:
     """Recipe fields of the JSON task."""
 
-    schema_column: str = "schema"  # column with each row's JSON Schema (a JSON string)
+    schema_column: str = field(
+        default="schema", metadata={"help": "column with each row's JSON Schema"}
+    )
 
 
 def user_message(row: dict, prompt_column: str, answer_column: str, task_args) -> str:

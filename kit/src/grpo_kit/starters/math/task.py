@@ -15,7 +15,6 @@ from grpo_kit.verify.math import gold_text
 from . import rewards
 
 
-
 def ideal_completion(row: dict, task_args) -> str:
     """Reasoning, then the gold answer (GSM8K's `#### 18` becomes `18`) in the answer block."""
     return think_answer("Work through the problem step by step.", gold_text(row["answer"]))
@@ -33,13 +32,17 @@ TASK = Task(
         sample="data/sample_math.jsonl",
     ),
     system_prompt=(
-        f"You solve math problems. {formats.FORMAT_INSTRUCTIONS} The final answer is only the result, without units "
-        "or words: a number such as 18 or 0.5, or a LaTeX expression such as \\frac{3}{4}, "
-        "2\\sqrt{2}, (1, 2) or \\text{Monday}."
+        f"You solve math problems. {formats.FORMAT_INSTRUCTIONS} The final answer is only the "
+        "result, without units or words: a number such as 18 or 0.5, or a LaTeX expression "
+        "such as \\frac{3}{4}, 2\\sqrt{2}, (1, 2) or \\text{Monday}."
     ),
     rewards=(
-        Reward(rewards.math_correctness, 2.0, "1 if the final answer equals the gold answer",
-               "correctness"),  # fmt: skip
+        Reward(
+            rewards.math_correctness,
+            2.0,
+            "1 if the final answer equals the gold answer",
+            "correctness",
+        ),
         Reward(rewards.strict_format, 0.5, formats.STRICT_WHY),
         Reward(rewards.partial_format, 0.5, formats.PARTIAL_WHY),
         Reward(rewards.soft_overlong, 0.5, formats.OVERLONG_WHY, "length"),

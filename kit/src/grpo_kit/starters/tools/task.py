@@ -66,7 +66,9 @@ class TaskArguments(ToolArguments):
     tool_call_cost: float = field(
         default=0.1, metadata={"help": "reward cost of each call past free_tool_calls"}
     )
-    free_tool_calls: int = field(default=2, metadata={"help": "calls an answer may need at no cost"})
+    free_tool_calls: int = field(
+        default=2, metadata={"help": "calls an answer may need at no cost"}
+    )
 
 
 def environments(task_args) -> dict:

@@ -1,0 +1,72 @@
+"""grpo-kit as the template sees it: the library every generated project installs, pinned to its
+version, and the one place the facts both sides need live (the tasks' data defaults, rewards and
+weights, the sandbox limits, the health thresholds, the recipe fields' help).
+
+The kit sits in this repository (`kit/`, the package `grpo_kit`); a template used straight from
+a checkout or a clone (`cookiecutter gh:...`) imports it from there without installing it. Only
+modules that import nothing but the standard library at load time are read here (a test checks
+that the template renders with math-verify, jsonschema, trl and torch absent).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KIT_DIR = ROOT / "kit"
+KIT_SOURCE = KIT_DIR / "src"
+if importlib.util.find_spec("grpo_kit") is None:  # a bare `pip install cookiecutter` machine
+    sys.path.insert(0, str(KIT_SOURCE))
+
+import grpo_kit  # noqa: E402
+
+STARTERS = "grpo_kit.starters"
+STARTERS_DIR = Path(grpo_kit.__file__).resolve().parent / "starters"
+VERSION = grpo_kit.__version__
+DISTRIBUTION = "grpo-kit"
+# Template arguments that name a remote repository (cookiecutter's abbreviations and URLs).
+_REMOTE = re.compile(r"^(gh:|gl:|bb:|git@|git\+|https?://|ssh://)")
+_ABBREVIATIONS = {
+    "gh:": "https://github.com/{}.git",
+    "gl:": "https://gitlab.com/{}.git",
+    "bb:": "https://bitbucket.org/{}",
+}
+
+
+def requirement() -> str:
+    """The project's pin of the kit: exactly the template's version."""
+    return f"{DISTRIBUTION}=={VERSION}"
+
+
+def _commit(folder: Path) -> str | None:
+    try:
+        found = subprocess.run(
+            ["git", "-C", str(folder), "rev-parse", "HEAD"],
+            capture_output=True, text=True, check=True, timeout=10,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found.stdout.strip() or None
+
+
+def source(template: str | None, template_root: Path = ROOT) -> str:
+    """Where a project's `make install` gets the kit (the Makefile's KIT): the template it was
+    generated from. A template given as a repository (`cookiecutter gh:org/grpo-template`,
+    `cruft create https://...`) gives `git+<url>@<commit>#subdirectory=kit`, the commit being
+    the one generated from; a local folder (a checkout: `make demo`, the tests) gives that
+    folder's `kit/`. An empty value means PyPI (once released)."""
+    template = (template or "").strip()
+    if _REMOTE.match(template):
+        url = template
+        for prefix, form in _ABBREVIATIONS.items():
+            if url.startswith(prefix):
+                url = form.format(url[len(prefix) :])
+        url = url.removeprefix("git+")
+        commit = _commit(template_root)
+        return f"git+{url}@{commit}#subdirectory=kit" if commit else f"git+{url}#subdirectory=kit"
+    folder = Path(template) if template and Path(template).is_absolute() else template_root
+    return str((folder / "kit").resolve())
