@@ -299,7 +299,7 @@ def entries(name: str) -> list[tuple[str, object, str]]:
 def switch_lines(current: str, target: str) -> list[str]:
     """The `configs/local.yaml` lines that turn a recipe generated with `current` into `target`
     (every field whose value differs, and the fields only `target` sets)."""
-    from .recipe import yaml_scalar
+    from .yaml_text import yaml_scalar
 
     have = get(current).values()
     return [
@@ -324,17 +324,3 @@ def readme_table(current: str) -> str:
         )
         lines.append(f"| `{a.name}`{default} | {paper} | {a.changes} | {a.pick_when} | {switch} |")
     return "\n".join(lines)
-
-
-# Unsloth's vLLM memory share under UNSLOTH_VLLM_STANDBY=1 (which grpo_kit.backends.unsloth
-# sets): unsloth_zoo/vllm_utils.py (2026.10.9) replaces `gpu_memory_utilization` by a target from
-# the card's size (a tenth of its GiB), times 0.95 on vLLM >= 0.11, unless
-# UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE is set.
-_STANDBY_TIERS = ((4.0, 0.925), (2.5, 0.9), (2.0, 0.825), (1.4, 0.8), (1.0, 0.775))
-
-
-def unsloth_standby_share(memory_gib: float) -> float:
-    """The `gpu_memory_utilization` Unsloth's standby mode uses on a card of this size."""
-    tenth = memory_gib * 0.1
-    target = next((share for low, share in _STANDBY_TIERS if tenth >= low), 0.75)
-    return round(target * 0.95, 3)

@@ -129,7 +129,9 @@ def tool_grpo(answers: Answers) -> str:
         ("reward_chat_template", reward_base.chat_template or "", ""),
     ]
     if sampling is not None:
-        project.append(("recommended_sampling", sampling, f"evaluate/infer default [{sampling_note}]"))
+        project.append(
+            ("recommended_sampling", sampling, f"evaluate/infer default [{sampling_note}]")
+        )
     tier = [
         ("name", plan.tier.name, plan.tier.label),
         ("memory_gib", float(plan.tier.memory_gib), "per GPU (RAM for the cpu tier)"),

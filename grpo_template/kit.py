@@ -2,15 +2,15 @@
 version, and the one place the facts both sides need live (the tasks' data defaults, rewards and
 weights, the sandbox limits, the health thresholds, the recipe fields' help).
 
-The kit sits in this repository (`kit/`, the package `grpo_kit`); a template used straight from
-a checkout or a clone (`cookiecutter gh:...`) imports it from there without installing it. Only
+The kit sits in this repository (`kit/`, the package `grpo_kit`), and the template always reads
+its own copy (a checkout, a clone made by `cookiecutter gh:...` or `cruft update`), installed or
+not: the version a project pins and the starters it is made from are this template's. Only
 modules that import nothing but the standard library at load time are read here (a test checks
 that the template renders with math-verify, jsonschema, trl and torch absent).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -19,14 +19,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 KIT_DIR = ROOT / "kit"
 KIT_SOURCE = KIT_DIR / "src"
-if importlib.util.find_spec("grpo_kit") is None:  # a bare `pip install cookiecutter` machine
+if "grpo_kit" not in sys.modules:  # this template's kit first, whatever else is installed
     sys.path.insert(0, str(KIT_SOURCE))
 
-import grpo_kit  # noqa: E402
+import grpo_kit  # noqa: E402, F401
 
 STARTERS = "grpo_kit.starters"
-STARTERS_DIR = Path(grpo_kit.__file__).resolve().parent / "starters"
-VERSION = grpo_kit.__version__
+STARTERS_DIR = KIT_SOURCE / "grpo_kit" / "starters"
+VERSION = re.search(
+    r'__version__ = "([^"]+)"', (KIT_SOURCE / "grpo_kit" / "__init__.py").read_text("utf-8")
+).group(1)
 DISTRIBUTION = "grpo-kit"
 # Template arguments that name a remote repository (cookiecutter's abbreviations and URLs).
 _REMOTE = re.compile(r"^(gh:|gl:|bb:|git@|git\+|https?://|ssh://)")

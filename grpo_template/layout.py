@@ -43,7 +43,6 @@ SCRIPTS = ("train", "merge", "infer")
 PACKAGE_FILES = ("task", "rewards")
 SHARED_DATA = ("sample_preferences.jsonl",)  # every task's project: the reward-model pairs
 TASK_DATA = {"tools": ("sample_corpus.jsonl",)}  # beside the task's sample file
-PACKAGE = "<package>"  # how the starters name the package in their docstrings
 
 
 def starter_files(answers: Answers) -> dict[str, Path]:
@@ -60,16 +59,12 @@ def starter_files(answers: Answers) -> dict[str, Path]:
 
 
 def copy_starters(project_dir: Path, answers: Answers) -> list[str]:
-    """Copy the kit's starters into the project; returns what was written."""
+    """Copy the kit's starters into the project, byte for byte; returns what was written."""
     written = []
     for relative, source in starter_files(answers).items():
         target = project_dir / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        if source.suffix == ".py":
-            text = source.read_text(encoding="utf-8").replace(PACKAGE, answers.package_name)
-            target.write_text(text, encoding="utf-8")
-        else:
-            shutil.copyfile(source, target)
+        shutil.copyfile(source, target)
         written.append(relative)
     return written
 

@@ -302,3 +302,17 @@ def estimate(model: ModelSpec, shape: TrainingShape) -> MemoryEstimate:
         master_weights=master,
         gathered_weights=gathered,
     )
+
+
+# Unsloth's vLLM memory share under UNSLOTH_VLLM_STANDBY=1 (which grpo_kit.backends.unsloth
+# sets): unsloth_zoo/vllm_utils.py (2026.10.9) replaces `gpu_memory_utilization` by a target from
+# the card's size (a tenth of its GiB), times 0.95 on vLLM >= 0.11, unless
+# UNSLOTH_VLLM_STANDBY_UTIL_OVERRIDE is set.
+_STANDBY_TIERS = ((4.0, 0.925), (2.5, 0.9), (2.0, 0.825), (1.4, 0.8), (1.0, 0.775))
+
+
+def unsloth_standby_share(memory_gib: float) -> float:
+    """The `gpu_memory_utilization` Unsloth's standby mode uses on a card of this size."""
+    tenth = memory_gib * 0.1
+    target = next((share for low, share in _STANDBY_TIERS if tenth >= low), 0.75)
+    return round(target * 0.95, 3)

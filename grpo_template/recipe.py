@@ -8,12 +8,12 @@ transformers 5, so prompt length is the script argument `max_prompt_tokens` and 
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from dataclasses import dataclass
 
-from . import algorithms, kit  # noqa: F401 (kit: grpo_kit importable)
+from . import algorithms, kit, memory  # noqa: F401 (kit: grpo_kit importable)
 from .tuning import Plan
+from .yaml_text import yaml_scalar
 
 TRACKER_NOTES = {
     "none": "no tracker: metrics in the console, trainer_state.json and `make report`",
@@ -36,29 +36,6 @@ class Section:
     entries: tuple[Entry, ...]
 
 
-def yaml_scalar(value: object) -> str:
-    """A YAML 1.1 scalar (PyYAML) for a value: floats always carry a '.', strings are quoted."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        text = repr(value)
-        if "e" in text and "." not in text.split("e")[0]:
-            mantissa, exponent = text.split("e")
-            text = f"{mantissa}.0e{exponent}"
-        return text
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(yaml_scalar(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k)}: {yaml_scalar(v)}" for k, v in value.items()) + "}"
-    raise TypeError(f"no YAML form for {type(value).__name__}")
-
-
 def max_steps(plan: Plan) -> int:
     return 50 if not plan.tier.is_gpu else 500
 
@@ -75,13 +52,9 @@ def sections(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> l
         "data and prompts (grpo_kit.recipe.ScriptArguments; defaults: src/<package>/task.py)",
         (
             Entry(
-                "dataset_name",
-                task.dataset_name,
-                "Hub id, or a local .jsonl/.csv/.parquet file"
+                "dataset_name", task.dataset_name, "Hub id, or a local .jsonl/.csv/.parquet file"
             ),
-            Entry(
-                "dataset_config", task.dataset_config, "Hub dataset configuration"
-            ),
+            Entry("dataset_config", task.dataset_config, "Hub dataset configuration"),
             Entry("dataset_train_split", task.train_split),
             Entry(
                 "dataset_test_split",
@@ -89,12 +62,10 @@ def sections(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> l
                 "held out for evaluation"
                 if task.test_split != task.train_split
                 else "this dataset has one split: evaluate on your own held-out data "
-                "(make evaluate ARGS='--dataset_name FILE')"
+                "(make evaluate ARGS='--dataset_name FILE')",
             ),
             Entry("prompt_column", task.prompt_column, "column with the question"),
-            Entry(
-                "answer_column", task.answer_column, "column with the gold answer"
-            ),
+            Entry("answer_column", task.answer_column, "column with the gold answer"),
             Entry(
                 "system_prompt",
                 task.system_prompt,
@@ -324,14 +295,15 @@ def _unsloth_entries(plan: Plan) -> tuple[Entry, ...]:
 
 def _fast_inference_comment(plan: Plan) -> str:
     """gpu_memory_utilization is not written: with UNSLOTH_VLLM_STANDBY=1 Unsloth replaces it
-    by its own share of the card (algorithms.unsloth_standby_share)."""
+    by its own share of the card (memory.unsloth_standby_share)."""
     if not plan.fast_inference:
         return "Unsloth's own generation"
-    share = algorithms.unsloth_standby_share(plan.tier.memory_gib)
+    share = memory.unsloth_standby_share(plan.tier.memory_gib)
     return (
         "vLLM sharing the model's weights (pip install -e '.[gpu]'); UNSLOTH_VLLM_STANDBY=1 "
-        f"(grpo_kit.backends.unsloth) gives it {share:.0%} of this tier's {plan.tier.memory_gib:g} GiB whatever "
-        "gpu_memory_utilization says, and frees it while training"
+        f"(grpo_kit.backends.unsloth) gives it {share:.0%} of this tier's "
+        f"{plan.tier.memory_gib:g} GiB whatever gpu_memory_utilization says, and frees it while "
+        "training"
     )
 
 

@@ -7,8 +7,9 @@ that, and the second stage trains on the whole recipe from there.
 
 from __future__ import annotations
 
-from .recipe import max_steps, yaml_scalar
+from .recipe import max_steps
 from .tuning import Plan
+from .yaml_text import yaml_scalar
 
 FORMAT_SHARE = 0.2  # of the recipe's max_steps
 

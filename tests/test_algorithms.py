@@ -15,7 +15,7 @@ import yaml
 from conftest import bake_ok, run_in
 from matrix import BASE, VALID
 
-from grpo_template import algorithms, catalog, recipe, tasks
+from grpo_template import algorithms, catalog, memory, recipe, tasks
 from grpo_template.answers import AnswerError, Answers, validate
 from grpo_template.derived import recipe_header
 
@@ -127,17 +127,17 @@ def test_unsloth_recipes_state_the_vllm_share_unsloth_really_uses():
     gpu_memory_utilization by its own share (unsloth_zoo/vllm_utils.py: 0.925/0.9/0.825/0.8/
     0.775/0.75 by a tenth of the card's GiB, x 0.95 on vLLM >= 0.11), so the recipe no longer
     writes a value that has no effect, and says which share applies."""
-    assert algorithms.unsloth_standby_share(79.1) == 0.879  # >= 40 GiB
-    assert algorithms.unsloth_standby_share(39.4) == 0.855  # A100-40GB
-    assert algorithms.unsloth_standby_share(22.0) == 0.784  # 24 GB cards
-    assert algorithms.unsloth_standby_share(14.6) == 0.76  # T4
-    assert algorithms.unsloth_standby_share(8.0) == pytest.approx(0.7125, abs=1e-3)
+    assert memory.unsloth_standby_share(79.1) == 0.879  # >= 40 GiB
+    assert memory.unsloth_standby_share(39.4) == 0.855  # A100-40GB
+    assert memory.unsloth_standby_share(22.0) == 0.784  # 24 GB cards
+    assert memory.unsloth_standby_share(14.6) == 0.76  # T4
+    assert memory.unsloth_standby_share(8.0) == pytest.approx(0.7125, abs=1e-3)
     for combo in [c for c in VALID if c["backend"] == "unsloth"]:
         answers = Answers.from_context(combo)
         text = rendered(answers)
         assert "\ngpu_memory_utilization:" not in text
         if answers.plan.fast_inference:
-            share = algorithms.unsloth_standby_share(answers.plan.tier.memory_gib)
+            share = memory.unsloth_standby_share(answers.plan.tier.memory_gib)
             assert f"gives it {share:.0%}" in text
 
 

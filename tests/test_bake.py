@@ -1,7 +1,6 @@
 """Bake every valid combination: exact files, no template leftovers, ruff-clean; refuse the rest."""
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -24,87 +23,20 @@ BASE_FILES = {
     "data/SOURCES.md",
     "data/sample_preferences.jsonl",
     "src/{pkg}/__init__.py",
-    "src/{pkg}/training/__init__.py",
-    "src/{pkg}/tools/__init__.py",
-    "src/{pkg}/training/adaptive_weights.py",
-    "src/{pkg}/evaluate.py",
-    "src/{pkg}/training/health.py",
-    "src/{pkg}/tools/report.py",
-    "src/{pkg}/training/run_record.py",
-    "src/{pkg}/training/stages.py",
-    "src/{pkg}/training/stopping.py",
-    "src/{pkg}/config.py",
-    "src/{pkg}/data.py",
-    "src/{pkg}/tools/doctor.py",
-    "src/{pkg}/errors.py",
-    "src/{pkg}/inference.py",
-    "src/{pkg}/tools/gpu_check.py",
-    "src/{pkg}/infer.py",
-    "src/{pkg}/merge.py",
-    "src/{pkg}/modeling.py",
-    "src/{pkg}/project.py",
-    "src/{pkg}/tools/reward_debug.py",
-    "src/{pkg}/tools/filter.py",
-    "src/{pkg}/rewards/__init__.py",
-    "src/{pkg}/rewards/base.py",
-    "src/{pkg}/rewards/formats.py",
-    "src/{pkg}/tools/smoke.py",
-    "src/{pkg}/tasks/__init__.py",
-    "src/{pkg}/tasks/base.py",
-    "src/{pkg}/tools/tiny_model.py",
-    "src/{pkg}/tokenizer.py",
-    "src/{pkg}/datafiles.py",
-    "src/{pkg}/reward_model.py",
+    "src/{pkg}/task.py",
+    "src/{pkg}/rewards.py",
     "src/{pkg}/train.py",
+    "src/{pkg}/merge.py",
+    "src/{pkg}/infer.py",
     "tests/conftest.py",
-    "tests/test_adaptive_weights.py",
-    "tests/test_data.py",
-    "tests/test_evaluate.py",
-    "tests/test_health.py",
-    "tests/test_filter.py",
-    "tests/test_learning.py",
-    "tests/test_model_family.py",
-    "tests/test_report.py",
-    "tests/test_resume.py",
-    "tests/test_reward_model.py",
-    "tests/test_reward_model_training.py",
-    "tests/test_run_record.py",
-    "tests/test_stages.py",
-    "tests/test_tracking.py",
-    "tests/test_doctor.py",
-    "tests/test_pipeline.py",
-    "tests/test_recipe.py",
-    "tests/test_reward_fuzz.py",
+    "tests/test_project.py",
     "tests/test_rewards.py",
 }
 TASK_FILES = {
-    task: {
-        f"src/{{pkg}}/tasks/{task}_task.py",
-        f"src/{{pkg}}/rewards/{task}_rewards.py",
-        f"data/sample_{task}.jsonl",
-        f"tests/test_{task}_rewards.py",
-    }
+    task: {f"data/sample_{task}.jsonl"}
     for task in ("math", "code", "json", "classification", "custom", "tools")
 }
-SANDBOX_FILES = {
-    "src/{pkg}/sandbox/__init__.py",
-    "src/{pkg}/sandbox/arguments.py",
-    "src/{pkg}/sandbox/harness.py",
-    "src/{pkg}/sandbox/isolation.py",
-    "tests/test_sandbox.py",
-}
-TASK_FILES["code"] |= SANDBOX_FILES | {"tests/test_code_pythons.py"}
-TASK_FILES["tools"] |= SANDBOX_FILES | {
-    "src/{pkg}/environments/__init__.py",
-    "src/{pkg}/environments/base.py",
-    "src/{pkg}/environments/episodes.py",
-    "src/{pkg}/environments/python_env.py",
-    "src/{pkg}/environments/lookup_env.py",
-    "src/{pkg}/rewards/math_rewards.py",
-    "data/sample_corpus.jsonl",
-    "tests/test_environments.py",
-    "tests/test_agent_learning.py",
-}
+TASK_FILES["tools"] |= {"data/sample_corpus.jsonl"}
 # `${{ ... }}` is GitHub Actions syntax (the workflow escapes it with {% raw %}), not a leftover.
 LEFTOVER = re.compile(r"(?<!\$)\{\{|\{%|\{#|(?<![.\w])cookiecutter\.(?!json)")
 
@@ -115,8 +47,6 @@ MULTI_GPU_FILES = {
     "configs/accelerate/zero2.yaml",
     "configs/accelerate/zero3.yaml",
     "configs/accelerate/fsdp2.yaml",
-    "src/{pkg}/training/launch.py",
-    "tests/test_launch.py",
 }
 TIER_FILES = {
     "multi-gpu": MULTI_GPU_FILES,
@@ -124,22 +54,8 @@ TIER_FILES = {
 }
 
 
-BACKEND_FILES = {"transformers": set(), "unsloth": {"tests/test_unsloth.py"}}
-
-
-def model_files(model: str) -> set[str]:
-    """The offline tiny model's chat template where TRL ships none: the checkpoint's own, or
-    the stand-in of a custom model."""
-    from grpo_template import catalog
-
-    name = "stand_in" if model == "custom" else catalog.CATALOG[model].chat_template
-    vendored = name == "stand_in" or name in catalog.VENDORED_TEMPLATES
-    return {f"src/{{pkg}}/tools/chat_templates/{name}.jinja"} if vendored else set()
-
-
 def expected_files(combo) -> set[str]:
     files = BASE_FILES | TASK_FILES[combo["task_type"]] | TIER_FILES.get(combo["gpu_tier"], set())
-    files |= BACKEND_FILES[combo["backend"]] | model_files(combo["model"])
     return {f.format(pkg=combo["package_name"]) for f in files}
 
 
@@ -321,62 +237,49 @@ def _one_per(key) -> dict:
     return chosen
 
 
-def test_no_import_cycles_in_any_variant(baked):
-    """Every backend x task x tier shape: the package's imports, lazy ones included, form no
-    cycle (read from the source, so nothing is imported)."""
-    from imports import cycles, import_graph
-
-    variants = _one_per(lambda c: (c["backend"], c["task_type"], _shape(c["gpu_tier"])))
-    # transformers: 6 tasks x 3 shapes; unsloth: no multi-GPU shapes and no tools task
-    assert len(variants) == 6 * 3 + 5
-    for key, combo in variants.items():
-        package = baked[name(combo)] / "src" / combo["package_name"]
-        graph = import_graph(package)
-        assert len(graph) > 20, key
-        assert cycles(graph) == [], key
+# Lines of Python a user owns (src/ and tests/): the default bake, and the largest tasks'.
+LINE_BUDGET = {"default": 1200, "code": 1800, "tools": 1800}
+SCRIPT_LINES = 80  # train.py, merge.py, infer.py: one screen each
 
 
-DEFAULTS_OF = """
-import dataclasses, json
-from matrix_project.config import ScriptArguments
-from matrix_project.tasks import TaskArguments
-values = {}
-for cls in (ScriptArguments, TaskArguments):
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING:
-            values[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            values[f.name] = f.default_factory()
-print(json.dumps(values))
-"""
+def python_lines(project: Path) -> int:
+    return sum(
+        len(path.read_text(encoding="utf-8").splitlines())
+        for folder in ("src", "tests")
+        for path in (project / folder).rglob("*.py")
+    )
 
 
-def test_recipe_defaults_agree_with_the_generated_dataclasses(baked):
-    """A value the template writes as a field's default (health thresholds, the task's data
-    mapping and arguments, ...) equals that field's default in the baked project's dataclass:
-    one default per field, checked field by field for every task."""
-    from grpo_template import recipe
-    from grpo_template.answers import Answers
-
-    for task, combo in _one_per(lambda c: c["task_type"] if c["backend"] == "transformers"
-                                else None).items():  # fmt: skip
-        if task is None:
-            continue
+def test_a_baked_project_holds_what_its_user_owns(baked):
+    """The mechanism is grpo-kit's: a project's Python is its task, its rewards, three short
+    scripts and the tests of its own task and rewards, within the line budgets."""
+    for combo in VALID:
         project = baked[name(combo)]
-        result = subprocess.run(
-            [sys.executable, "-c", DEFAULTS_OF], cwd=project, capture_output=True, text=True,
-            env={**os.environ, "PYTHONPATH": str(project / "src"), "HF_HUB_OFFLINE": "1"},
-        )  # fmt: skip
-        assert result.returncode == 0, result.stderr[-3000:]
-        defaults = json.loads(result.stdout.strip().splitlines()[-1])
-        answers = Answers.from_context(combo)
-        written = recipe.default_values(answers.plan, answers.tracker)
-        assert {"health_zero_std_max", "dataset_name", "prompt_column"} <= set(written)
-        for key, value in written.items():
-            assert key in defaults, f"{task}: {key} is written as a default but is no field"
-            assert defaults[key] == value, (
-                f"{task}: {key}: recipe {value!r}, field {defaults[key]!r}"
-            )
+        task = combo["task_type"]
+        budget = LINE_BUDGET.get(task, LINE_BUDGET["default"])
+        assert python_lines(project) <= budget, (name(combo), python_lines(project))
+        package = project / "src" / combo["package_name"]
+        modules = {path.stem for path in package.glob("*.py")}
+        assert modules == {"__init__", "task", "rewards", "train", "merge", "infer"}, modules
+        for script in ("train", "merge", "infer"):
+            lines = len((package / f"{script}.py").read_text(encoding="utf-8").splitlines())
+            assert lines < SCRIPT_LINES, (script, lines)
+
+
+def test_the_project_pins_the_kit_and_names_where_to_install_it_from(baked):
+    """grpo-kit==<the template's version>, and the Makefile's KIT: this checkout's kit/ (a
+    local bake), so make install works without a package index release."""
+    import tomllib
+
+    from grpo_template import kit
+
+    for combo in VALID[:3]:
+        project = baked[name(combo)]
+        meta = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
+        assert f"grpo-kit=={kit.VERSION}" in meta["project"]["dependencies"]
+        assert meta["tool"]["grpo"]["package"] == combo["package_name"]
+        makefile = (project / "Makefile").read_text(encoding="utf-8")
+        assert f"KIT ?= {ROOT / 'kit'}" in makefile
 
 
 def _help_columns(output: str) -> set[int]:

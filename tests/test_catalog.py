@@ -7,7 +7,7 @@ import re
 import pytest
 from conftest import ROOT, SHARED
 
-from grpo_template import catalog, layout
+from grpo_template import catalog
 from grpo_template.memory import lora_parameters
 
 FACTS = SHARED / "reference" / "model-facts.json"
@@ -433,12 +433,8 @@ def render(template: str, messages: list[dict], **kwargs) -> str:
 
 
 TEMPLATED = [s for s in catalog.CATALOG.values() if s.chat_template]
-# The generated project's copies of the templates TRL ships none of (layout.CHAT_TEMPLATE_FILE).
-VENDORED_DIR = (
-    ROOT
-    / "{{cookiecutter.project_slug}}"
-    / layout.CHAT_TEMPLATE_FILE.format(name="x").format(pkg="{{cookiecutter.package_name}}")
-).parent
+# grpo-kit's copies of the templates TRL ships none of (the offline tiny model's).
+VENDORED_DIR = ROOT / "kit" / "src" / "grpo_kit" / "offline" / "chat_templates"
 
 
 def shipped(name: str) -> str:

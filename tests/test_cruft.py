@@ -1,5 +1,6 @@
 """Regenerating with cruft: `cruft create`, then `cruft update` to another task keeps the
-user's own files (a reward module, configs/local.yaml) and brings the new task's files."""
+user's own files (a reward module, configs/local.yaml) and brings the new task's files; a
+kit-only fix reaches a project as a change of its grpo-kit pin and nothing else."""
 
 import json
 import shutil
@@ -16,7 +17,7 @@ GIT = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
 
 MY_REWARD = '''"""My own reward: the template never writes this file."""
 
-from .base import reward
+from grpo_kit.rewards import reward
 
 
 @reward(low=0.0, high=1.0)
@@ -91,62 +92,102 @@ def interactive_update(project: Path, variables: str, answers: tuple[str, ...]) 
     return transcript
 
 
+def commit_all(folder: Path, message: str) -> None:
+    git(folder, "add", "-A")
+    git(folder, "commit", "-qm", message)
+
+
 def test_cruft_update_to_another_task_keeps_user_files(tmp_path):
     project = cruft_created(tmp_path)
     record = json.loads((project / ".cruft.json").read_text())
     assert record["context"]["cookiecutter"]["task_type"] == "math"
-    (project / "src/my_grpo_project/rewards/my_rewards.py").write_text(MY_REWARD)
-    (project / "configs/local.yaml").write_text(MY_OVERRIDES)
+    package = project / "src/my_grpo_project"
+    (package / "my_rewards.py").write_text(MY_REWARD)
+    local = MY_OVERRIDES + "reward_funcs: [code_correctness, my_grpo_project.my_rewards.brevity]\n"
+    local += "reward_weights: [2.0, 0.5]\n"
+    (project / "configs/local.yaml").write_text(local)
     readme = project / "README.md"  # an edit to a generated file, on lines the update keeps
     readme.write_text(readme.read_text().replace("## Quick start", "## Quick start (my notes)"))
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "my changes")
+    commit_all(project, "my changes")
 
     # As a user runs it: at the prompt, "v" shows the diff, then "y" applies it.
     transcript = interactive_update(project, '{"task_type": "code"}', answers=("v", "y"))
     assert "diff --git" in transcript and "Traceback" not in transcript
     assert "cruft has been updated" in transcript
 
-    package = project / "src/my_grpo_project"
-    assert (package / "rewards/my_rewards.py").read_text() == MY_REWARD
-    assert (project / "configs/local.yaml").read_text() == MY_OVERRIDES
+    assert (package / "my_rewards.py").read_text() == MY_REWARD
+    assert (project / "configs/local.yaml").read_text() == local
     assert "## Quick start (my notes)" in readme.read_text()  # merged, not overwritten
-    assert (package / "tasks/code_task.py").is_file()
-    assert (package / "sandbox/__init__.py").is_file()
-    assert not (package / "tasks/math_task.py").exists()
-    assert (
-        json.loads((project / ".cruft.json").read_text())["context"]["cookiecutter"]["task_type"]
-        == "code"
-    )
+    assert 'name="code"' in (package / "task.py").read_text()
+    assert "def code_correctness" in (package / "rewards.py").read_text()
+    assert (project / "data/sample_code.jsonl").is_file()
+    assert not (project / "data/sample_math.jsonl").exists()
+    record = json.loads((project / ".cruft.json").read_text())
+    assert record["context"]["cookiecutter"]["task_type"] == "code"
     check = (
-        "from my_grpo_project.config import parse_recipe\n"
-        "from my_grpo_project.rewards import REGISTRY\n"
+        "from grpo_kit.recipe import parse_recipe\n"
+        "from grpo_kit.training import reward_functions\n"
         "r = parse_recipe(['--use_cpu', 'true'])\n"
-        "print(r.training.max_steps, 'brevity' in REGISTRY, 'code_correctness' in REGISTRY)\n"
+        "print(r.training.max_steps, *[f.__name__ for f in reward_functions(r)])\n"
     )
     result = run_in(project, sys.executable, "-c", check)
     assert_ok(result)
-    assert result.stdout.split() == ["7", "True", "True"]
-    tests = run_in(project, sys.executable, "-m", "pytest", "-q", "tests/test_code_rewards.py")
+    assert result.stdout.split() == ["7", "code_correctness", "brevity"]
+    tests = run_in(project, sys.executable, "-m", "pytest", "-q", "tests/test_rewards.py")
     assert_ok(tests)
 
 
 def test_cruft_update_to_and_from_the_tools_task(tmp_path):
-    """The agent task's files (environments, sandbox, corpus) come with it and go with it."""
+    """The agent task's files (its task, rewards, corpus) come with it and go with it."""
     project = cruft_created(tmp_path)
     package = project / "src/my_grpo_project"
-    for task, present, absent in (
-        ("tools", "environments/lookup_env.py", "tasks/math_task.py"),
-        ("math", "tasks/math_task.py", "environments/lookup_env.py"),
-    ):
+    for task in ("tools", "math"):
         variables = json.dumps({"task_type": task})
         update = ["update", "--skip-apply-ask", "--variables-to-update", variables]
         assert_ok(cruft(project, *update))
-        assert (package / present).is_file() and not (package / absent).exists(), task
+        assert f'name="{task}"' in (package / "task.py").read_text(), task
         assert (project / "data/sample_corpus.jsonl").is_file() == (task == "tools")
-        git(project, "add", "-A")
-        git(project, "commit", "-qm", f"to {task}")
-    check = "from my_grpo_project.tasks import TASK; print(TASK.name)"
+        commit_all(project, f"to {task}")
+    check = "from my_grpo_project.task import TASK; print(TASK.name)"
     result = run_in(project, sys.executable, "-c", check)
     assert_ok(result)
     assert result.stdout.split() == ["math"]
+
+
+def test_a_kit_only_fix_reaches_a_project_as_its_pin_alone(tmp_path):
+    """The template ships a fix inside grpo-kit (a version bump and a change to its code, no
+    starter touched): `cruft update` changes the project's grpo-kit pin and nothing else, and
+    the user's edits to their rewards, their task and configs/local.yaml are all still there."""
+    project = cruft_created(tmp_path)
+    template = Path(json.loads((project / ".cruft.json").read_text())["template"])
+    package = project / "src/my_grpo_project"
+    mine = {
+        package / "rewards.py": "\n\n# my reward tweak\n",
+        package / "task.py": "\n\n# my prompt tweak\n",
+    }
+    for path, addition in mine.items():
+        path.write_text(path.read_text() + addition)
+    (project / "configs/local.yaml").write_text(MY_OVERRIDES)
+    commit_all(project, "my changes")
+    before = {p: p.read_text() for p in project.rglob("*") if p.is_file() and ".git" not in p.parts}
+
+    version_file = template / "kit/src/grpo_kit/__init__.py"
+    old = version_file.read_text()
+    version = old.split('__version__ = "', 1)[1].split('"', 1)[0]
+    bumped = ".".join([*version.split(".")[:-1], str(int(version.split(".")[-1]) + 1)])
+    version_file.write_text(old.replace(version, bumped))
+    training = template / "kit/src/grpo_kit/training.py"
+    training.write_text(training.read_text() + "\n# a fix inside the kit\n")
+    commit_all(template, f"grpo-kit {bumped}: a fix")
+
+    assert_ok(cruft(project, "update", "--skip-apply-ask"))
+    after = {p: p.read_text() for p in project.rglob("*") if p.is_file() and ".git" not in p.parts}
+    changed = sorted(str(p.relative_to(project)) for p in after if after[p] != before.get(p))
+    assert changed == [".cruft.json", "pyproject.toml"], changed
+    diff = subprocess.run(["git", "diff", "-U0", "pyproject.toml"], cwd=project,
+                          capture_output=True, text=True).stdout  # fmt: skip
+    edits = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in "+++---"]
+    assert edits == [f'-    "grpo-kit=={version}",', f'+    "grpo-kit=={bumped}",'], edits
+    for path, addition in mine.items():
+        assert path.read_text().endswith(addition)
+    assert (project / "configs/local.yaml").read_text() == MY_OVERRIDES

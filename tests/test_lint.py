@@ -1,4 +1,5 @@
-"""The template's own Python (knowledge package, tests, benchmarks) is ruff-clean."""
+"""The template's own Python (knowledge package, tests, benchmarks) and grpo-kit's are
+ruff-clean, each under its own configuration."""
 
 import subprocess
 import sys
@@ -6,12 +7,14 @@ import sys
 import pytest
 from conftest import ROOT
 
-PATHS = ["grpo_template", "tests", "benchmarks"]
+PATHS = {"template": (ROOT, ["grpo_template", "tests", "benchmarks"]), "kit": (ROOT / "kit", ["."])}
 
 
+@pytest.mark.parametrize("where", list(PATHS))
 @pytest.mark.parametrize("command", [["check"], ["format", "--check"]], ids=" ".join)
-def test_template_sources_pass_ruff(command):
+def test_sources_pass_ruff(command, where):
+    folder, paths = PATHS[where]
     result = subprocess.run(
-        [sys.executable, "-m", "ruff", *command, *PATHS], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "ruff", *command, *paths], cwd=folder, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout + result.stderr

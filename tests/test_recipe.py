@@ -1,13 +1,11 @@
 """The rendered recipe: valid YAML, every value commented, and accepted by the installed TRL."""
 
-import sys
-
 import pytest
 import yaml
 from conftest import bake_ok
 from matrix import VALID, name
 
-from grpo_template import recipe, tasks
+from grpo_template import recipe, tasks, yaml_text
 from grpo_template.answers import Answers
 from grpo_template.derived import recipe_header
 
@@ -25,7 +23,7 @@ STALE = (
     [0.0, 1e-05, 2.5e-06, 3.0, 1e20, 7, True, None, "a: b # c", 'quote " and \\', "ünï", []],
 )
 def test_yaml_scalar_round_trips(value):
-    assert yaml.safe_load(f"key: {recipe.yaml_scalar(value)}")["key"] == value
+    assert yaml.safe_load(f"key: {yaml_text.yaml_scalar(value)}")["key"] == value
 
 
 def rendered(combo):
@@ -69,16 +67,18 @@ def test_the_system_prompt_comment_says_how_the_models_template_writes_it(model,
 
 @pytest.fixture(scope="module")
 def project_parsers(cookies_session):
-    """parse_recipe of a baked project per task: each recipe is parsed by its own project's
-    parser (ScriptArguments + the task's TaskArguments + the installed TRL's dataclasses)."""
-    import importlib
+    """grpo-kit's parse_recipe for a baked project per task: each recipe is parsed as its
+    project parses it (the kit's ScriptArguments, the project's TaskArguments, the installed
+    TRL's dataclasses)."""
+    import functools
+
+    from grpo_kit.project import load
+    from grpo_kit.recipe import parse_recipe
 
     parsers = {}
     for task in tasks.TASKS:
-        slug = f"recipe-check-{task}"
-        project = bake_ok(cookies_session, task_type=task, project_slug=slug)
-        sys.path.insert(0, str(project / "src"))
-        parsers[task] = importlib.import_module(f"{slug.replace('-', '_')}.config").parse_recipe
+        project = bake_ok(cookies_session, task_type=task, project_slug=f"recipe-check-{task}")
+        parsers[task] = functools.partial(parse_recipe, project=load(project))
     return parsers
 
 
@@ -111,7 +111,7 @@ def test_recipe_loads_into_the_installed_trl(combo, project_parsers, tmp_path):
     path = tmp_path / "grpo.yaml"
     path.write_text(text, encoding="utf-8")
     parse = project_parsers[combo["task_type"]]
-    script_args, _, _, training_args, model_args = parse(
+    script_args, _, _, training_args, model_args, _ = parse(
         ["--config", str(path), "--use_cpu", "true"]
     )
     plan = answers.plan

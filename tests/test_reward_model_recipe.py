@@ -1,24 +1,22 @@
 """The reward-model recipe (configs/reward_model.yaml): tuned per tier by the memory model and the
 size table, every value explained, and accepted by the installed TRL's RewardConfig/ModelConfig
-through the generated command's own parser."""
+through grpo-kit's reward-model command parser."""
 
 import dataclasses
 import importlib
 import json
 import re
 import subprocess
-import sys
-import tomllib
 
 import pytest
 import yaml
-from conftest import ROOT, bake_ok
+from conftest import bake_ok
 from matrix import VALID, name
 
 from grpo_template import catalog, memory, reward_model, stack, tuning
 from grpo_template.answers import Answers
 
-TEMPLATE = ROOT / "{{cookiecutter.project_slug}}"
+SAMPLE_PREFERENCES = "data/sample_preferences.jsonl"  # in a generated project
 # Fields of the command that the rendered recipe leaves at their defaults.
 UNRENDERED_SCRIPT_FIELDS = {"max_train_samples", "resume", "smoke"}
 
@@ -124,29 +122,25 @@ def project(cookies_session):
 
 
 @pytest.fixture(scope="module")
-def command(project):
-    """The generated reward-model module of a baked project (its parser and dataclass)."""
-    sys.path.insert(0, str(project / "src"))
-    return importlib.import_module(f"{SLUG.replace('-', '_')}.reward_model")
+def command():
+    """grpo-kit's reward-model command (its parser and dataclass)."""
+    return importlib.import_module("grpo_kit.commands.reward_model")
 
 
-def test_make_reward_model_and_the_console_script_run_the_command(project, command):
+def test_make_reward_model_runs_the_kits_command(project, command):
     dry_run = subprocess.run(
         ["make", "-n", "--no-print-directory", "reward-model", "ARGS=--max_steps 5"],
         cwd=project, capture_output=True, text=True, check=True,
     )  # fmt: skip
-    pkg = SLUG.replace("-", "_")
     assert dry_run.stdout.split() == [
-        "python", "-m", f"{pkg}.reward_model", "--config", "configs/reward_model.yaml",
+        "python", "-m", "grpo_kit", "reward-model", "--config", "configs/reward_model.yaml",
         "--max_steps", "5",
     ]  # fmt: skip
     makefile = (project / "Makefile").read_text(encoding="utf-8")
     assert "reward-model" in next(
         line for line in makefile.splitlines() if line.startswith(".PHONY")
     )
-    scripts = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
-    entry = scripts["project"]["scripts"][f"{SLUG}-reward-model"]
-    assert entry == f"{pkg}.reward_model:main" and callable(command.main)
+    assert callable(command.main)
 
 
 def test_every_tier_is_represented():
@@ -188,7 +182,7 @@ def test_the_recipe_is_the_plan_explained_and_loads_into_the_installed_trl(
     if rm.use_peft:
         assert model.lora_task_type == "SEQ_CLS"  # PEFT keeps the score head trainable, saved
     assert script.system_prompt == answers.task.system_prompt
-    assert script.dataset_name == reward_model.SAMPLE_PREFERENCES
+    assert script.dataset_name == SAMPLE_PREFERENCES
 
 
 def test_the_template_knows_the_commands_fields_and_their_defaults(command):
@@ -206,8 +200,8 @@ def test_the_template_knows_the_commands_fields_and_their_defaults(command):
 THINK_ANSWER = re.compile(r"^<think>.+?</think><answer>.+?</answer>$", re.DOTALL)
 
 
-def test_the_sample_pairs_are_well_formed_and_credited():
-    path = TEMPLATE / reward_model.SAMPLE_PREFERENCES
+def test_the_sample_pairs_are_well_formed_and_credited(project):
+    path = project / SAMPLE_PREFERENCES
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert 40 <= len(rows) <= 60
     assert all(set(row) == {"prompt", "chosen", "rejected"} for row in rows)
@@ -216,6 +210,6 @@ def test_the_sample_pairs_are_well_formed_and_credited():
         assert THINK_ANSWER.match(row["chosen"]), row["chosen"]
         assert row["chosen"].strip() != row["rejected"].strip()
         assert row["rejected"].strip()
-    sources = (TEMPLATE / "data" / "SOURCES.md").read_text(encoding="utf-8")
-    line = next(line for line in sources.splitlines() if reward_model.SAMPLE_PREFERENCES in line)
+    sources = (project / "data" / "SOURCES.md").read_text(encoding="utf-8")
+    line = next(line for line in sources.splitlines() if SAMPLE_PREFERENCES in line)
     assert f"{len(rows)} preference pairs" in line and "CC0" in line

@@ -182,7 +182,7 @@ def sbatch(tmp_path_factory) -> Path:
 def test_sbatch_renders_the_answers(sbatch):
     text = sbatch.read_text(encoding="utf-8")
     assert "#SBATCH --nodes=2" in text and "#SBATCH --gpus-per-node=8" in text
-    assert "python -m matrix_project.training.launch" in text
+    assert "python -m grpo_kit launch" in text
     assert "{{" not in text and "{%" not in text
 
 
@@ -245,7 +245,7 @@ def test_sbatch_starts_the_launcher_on_every_node_with_the_first_host_as_master(
     )
     assert result.returncode == 0, result.stderr
     assert "srun MASTER_ADDR=node-a MASTER_PORT=29500" in result.stdout
-    assert "-m matrix_project.training.launch -- --max_steps 5" in result.stdout
+    assert "-m grpo_kit launch -- --max_steps 5" in result.stdout
     assert (Path(env["SLURM_SUBMIT_DIR"]) / "outputs").is_dir()
 
 

@@ -13,7 +13,7 @@ from grpo_template import stack
 TRACKERS = tuple(r for packages in stack.TRACKER_PACKAGES.values() for r in packages)
 
 
-@pytest.mark.parametrize("requirement", stack.TRANSFORMERS_STACK + stack.COMMON + TRACKERS)
+@pytest.mark.parametrize("requirement", stack.TRANSFORMERS_STACK + TRACKERS)
 def test_installed_versions_are_inside_the_pins(requirement):
     parsed = Requirement(requirement)
     assert parsed.specifier.contains(metadata.version(parsed.name), prereleases=True)
@@ -21,8 +21,24 @@ def test_installed_versions_are_inside_the_pins(requirement):
 
 def test_requirements_test_repeats_the_pins():
     lines = (ROOT / "requirements-test.txt").read_text(encoding="utf-8").splitlines()
-    for requirement in stack.TRANSFORMERS_STACK[1:] + stack.COMMON:  # torch is installed first
+    for requirement in stack.TRANSFORMERS_STACK[1:]:  # torch is installed first
         assert requirement in lines, requirement
+
+
+def test_the_kits_ranges_hold_both_stacks():
+    """grpo-kit's own requirements (ranges) admit each backend's exact pins, so a project's
+    pyproject (grpo-kit==X plus the stack) always resolves."""
+    import tomllib
+
+    kit = tomllib.loads((ROOT / "kit" / "pyproject.toml").read_text(encoding="utf-8"))
+    ranges = {Requirement(r).name: Requirement(r) for r in kit["project"]["dependencies"]}
+    for pins in (stack.TRANSFORMERS_STACK, stack.UNSLOTH_STACK):
+        for text in pins:
+            pin = Requirement(text)
+            if pin.name not in ranges:
+                continue
+            versions = [s.version for s in pin.specifier]
+            assert any(ranges[pin.name].specifier.contains(v) for v in versions), (pin, ranges)
 
 
 @pytest.mark.slow
@@ -32,7 +48,7 @@ def test_gpu_extras_resolve_with_the_stack(tmp_path):
     report = tmp_path / "report.json"
     command = [
         sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-        "--report", str(report), *stack.TRANSFORMERS_STACK, *stack.COMMON, stack.VLLM,
+        "--report", str(report), *stack.TRANSFORMERS_STACK, stack.VLLM,
         stack.BITSANDBYTES, stack.DEEPSPEED,
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)

@@ -6,9 +6,13 @@ pins are unchanged; the tests only read it). There, on CPU:
 
 * the pins hold and `import unsloth` works (torchvision removed by `make install`);
 * every Unsloth recipe the template can bake parses with an Unsloth project's parser;
-* a project per task (the shared data, rewards and task code on this stack) passes its whole
-  `make test` (the learning test included) and `make smoke`; a project per single-GPU tier
-  passes `make test` without the slow tests and `make smoke` (its recipe, smoke-overridden).
+* a project per task (its task and rewards on this stack) passes its whole `make test` and
+  `make smoke`; a project per single-GPU tier passes `make test` and `make smoke` (its recipe,
+  smoke-overridden);
+* the kit's own Unsloth tests (kit/tests/test_unsloth.py) pass on this stack.
+
+The environment installs grpo-kit from this checkout (`make install`'s KIT); every session
+reinstalls it editable (without dependencies), so the kit under test is the working tree's.
 """
 
 from __future__ import annotations
@@ -81,6 +85,8 @@ def unsloth_python(cookies_session) -> str:
         extras = run_in(project, python, "-m", "pip", "install", *task_extras(), timeout=900)
         assert_ok(extras)
         STAMP.write_text(wanted)
+    kit = [python, "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT / "kit")]
+    assert_ok(subprocess.run(kit, capture_output=True, text=True, timeout=600))
     return python
 
 
@@ -99,7 +105,7 @@ print(json.dumps(bad))
 
 
 def test_unsloth_environment_holds_the_pins(unsloth_python):
-    pins = json.dumps([*stack.UNSLOTH_STACK, *stack.COMMON])
+    pins = json.dumps(stack.UNSLOTH_STACK)
     result = subprocess.run(
         [unsloth_python, "-c", CHECK_PINS, pins], capture_output=True, text=True, timeout=600
     )
@@ -109,14 +115,14 @@ def test_unsloth_environment_holds_the_pins(unsloth_python):
 
 PARSE_ALL = """
 import json, sys
-from {pkg}.config import parse_recipe
+from grpo_kit.recipe import parse_recipe
 failures = []
 for path in sys.argv[1:]:
     try:
         recipe = parse_recipe(["--config", path, "--use_cpu", "true"])
         assert recipe.backend.max_lora_rank >= recipe.model.lora_r
     except BaseException as err:  # SystemExit included: report every failing recipe
-        failures.append(f"{{path}}: {{type(err).__name__}}: {{err}}")
+        failures.append(f"{path}: {type(err).__name__}: {err}")
 print(json.dumps(failures))
 """
 
@@ -139,8 +145,7 @@ def test_unsloth_recipes_load_into_the_unsloth_stack(
         header = recipe_header(answers)
         path.write_text(recipe.render(answers.plan, answers.tracker, header, answers.algorithm))
         paths.append(str(path))
-    script = PARSE_ALL.format(pkg=slug.replace("-", "_"))
-    result = run_in(project, unsloth_python, "-c", script, *paths, env=venv_env(), timeout=900)
+    result = run_in(project, unsloth_python, "-c", PARSE_ALL, *paths, env=venv_env(), timeout=900)
     assert_ok(result)
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []
     assert len(paths) >= 10
@@ -163,15 +168,8 @@ def _known(names: list[str], failing: set[str]) -> list:
 @pytest.mark.parametrize("variant", _known(list(PROJECTS), {"code-cpu"}))
 def test_unsloth_project_passes_make_test_and_make_smoke(unsloth_python, cookies, variant):
     project = bake_ok(cookies, backend="unsloth", **{"model": UNSLOTH_MODEL, **PROJECTS[variant]})
-    assert (project / "tests" / "test_unsloth.py").is_file()
-    # Unsloth projects train in one process: the 2-process DDP test is not theirs to run. Each
-    # task's cpu project runs every other test (learning, kill-and-resume included); a GPU
-    # tier changes only the recipe, so its project skips the slow tests.
-    if PROJECTS[variant]["gpu_tier"] == "cpu":
-        args = 'ARGS=-m "not distributed" -p no:cacheprovider'
-    else:
-        args = 'ARGS=-m "not distributed and not slow" -p no:cacheprovider'
-    assert_ok(make(project, "test", extra=[args]))
+    assert 'backend = "unsloth"' in (project / "pyproject.toml").read_text()
+    assert_ok(make(project, "test", extra=["ARGS=-p no:cacheprovider"]))
     result = make(project, "smoke")
     assert_ok(result)
     assert "merge check passed" in result.stdout
@@ -213,7 +211,7 @@ if unsloth_side:
     from unsloth import FastLanguageModel, PatchFastRL
     os.environ["UNSLOTH_ALLOW_CPU"] = "0"
     PatchFastRL("GRPO", FastLanguageModel)
-from {pkg}.config import parse_recipe
+from grpo_kit.recipe import parse_recipe
 resolved, patched = {{}}, []
 for path in sys.argv[4:]:
     args = parse_recipe(["--config", path, "--use_cpu", "true", "--bf16", "false"]).training
@@ -302,3 +300,13 @@ def test_every_algorithm_resolves_to_the_same_configuration_on_both_backends(
         assert here[field] != there[field], (name, field)
     trainer = unsloth_side["assignments"]
     assert trainer["unsloth"] == trainer["trl"] and trainer["trl"]
+
+
+def test_the_kits_unsloth_tests_pass_on_the_unsloth_stack(unsloth_python):
+    """grpo-kit's own tests of its Unsloth backend, run in the Unsloth environment."""
+    command = [unsloth_python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               str(ROOT / "kit" / "tests" / "test_unsloth.py")]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1800,
+                            env={**os.environ, **venv_env()}, cwd=ROOT / "kit")  # fmt: skip
+    assert_ok(result)
+    assert " passed" in result.stdout and " skipped" not in result.stdout

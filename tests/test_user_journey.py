@@ -22,7 +22,7 @@ MY_DATA = [
 ]  # fmt: skip
 MY_REWARD = '''"""My own reward: short answers score 1."""
 
-from .base import reward
+from grpo_kit.rewards import reward
 
 
 @reward(low=0.0, high=1.0)
@@ -34,7 +34,7 @@ dataset_name: data/mine.jsonl
 prompt_column: q
 answer_column: a
 dataset_test_split: train
-reward_funcs: [math_correctness, strict_format, brevity]
+reward_funcs: [math_correctness, strict_format, my_grpo_project.my_rewards.brevity]
 reward_weights: [2.0, 0.5, 0.2]
 """
 
@@ -53,12 +53,13 @@ def test_user_journey_with_own_data_then_regenerate_for_another_tier(tmp_path):
     python = str(venv / "bin" / "python")
     env = {"PATH": f"{venv / 'bin'}:{os.environ['PATH']}", "PYTHONPATH": ""}
     assert_ok(make(project, python, env, "install"))
-    assert (venv / "bin" / "my-grpo-project-train").is_file()
+    assert (venv / "bin" / "grpo").is_file()  # grpo-kit, installed from the template's kit/
+    assert_ok(run_in(project, str(venv / "bin" / "grpo"), "--help", env=env))
 
     # My data (other column names), my reward module, my settings.
     with (project / "data" / "mine.jsonl").open("w", encoding="utf-8") as handle:
         handle.writelines(json.dumps(row) + "\n" for row in MY_DATA)
-    (project / "src/my_grpo_project/rewards/my_rewards.py").write_text(MY_REWARD)
+    (project / "src/my_grpo_project/my_rewards.py").write_text(MY_REWARD)
     (project / "configs/local.yaml").write_text(MY_SETTINGS)
     smoke_before = project / "outputs" / "smoke" / "keep-me.txt"  # tests never touch outputs/
 
@@ -80,9 +81,8 @@ def test_user_journey_with_own_data_then_regenerate_for_another_tier(tmp_path):
         assert "Traceback" not in result.stderr, target
     assert "TRAINING data" in (project / "outputs/smoke/eval/report.md").read_text()
 
-    # The project's own tests pass with my data and reward in place, and leave outputs/ alone
-    # (the 2-process test is left to the tier grid: it adds nothing about the user's data).
-    tests = make(project, python, env, "test", 'ARGS=-m "not distributed"', timeout=2400)
+    # The project's own tests pass with my data and reward in place, and leave outputs/ alone.
+    tests = make(project, python, env, "test", timeout=2400)
     assert_ok(tests)
     assert smoke_before.read_text() == "mine"
 
@@ -93,5 +93,7 @@ def test_user_journey_with_own_data_then_regenerate_for_another_tier(tmp_path):
     assert_ok(update)
     assert (project / "configs/local.yaml").read_text() == MY_SETTINGS
     assert "48GB" in (project / "configs/grpo.yaml").read_text()
-    recipe_tests = run_in(project, python, "-m", "pytest", "-q", "tests/test_recipe.py", env=env)
+    recipe_tests = run_in(
+        project, python, "-m", "pytest", "-q", "tests/test_project.py", "-k", "recipe", env=env
+    )
     assert_ok(recipe_tests)

@@ -19,6 +19,7 @@ from importlib import metadata
 from pathlib import Path
 
 RECORD = "run_record.json"
+PACKAGE = __name__.split(".")[0]  # grpo_kit
 PACKAGES = (
     "torch", "transformers", "trl", "peft", "datasets", "accelerate", "unsloth", "vllm",
     "bitsandbytes", "deepspeed", "math-verify",
@@ -98,7 +99,8 @@ class RunRecord:
         self.data = {
             "status": "running",
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "command": [sys.executable, "-m", __package__.rpartition(".")[0] + ".train", *argv],
+            # `python -m grpo_kit train` runs the project's own train script (as `grpo train`).
+            "command": [sys.executable, "-m", PACKAGE, "train", *argv],
             "seed": recipe.training.seed,
             "recipe": resolved_recipe(recipe),
             "versions": versions(),

@@ -205,8 +205,11 @@ def check_hub(recipe, offline: bool) -> list[Finding]:
     """Token for gated models; reachability of the model and dataset ids."""
     from huggingface_hub import HfApi, get_token
 
-    findings = []
     name = recipe.model.model_name_or_path
+    if not name:
+        fix = "set model_name_or_path in configs/grpo.yaml (a Hub id or a folder)"
+        return [Finding(FAIL, "model", "the recipe names no model_name_or_path", fix)]
+    findings = []
     local_model = Path(name).exists()
     if recipe.project.gated and not local_model and not get_token():
         findings.append(
@@ -339,6 +342,7 @@ def diagnose(argv: Sequence[str] | None = None) -> list[Finding]:
     import torch
 
     from ..recipe import parse_recipe
+    from ..training import ensure_offline_model
 
     args, recipe_args = parse_args(argv)
     offline = args.offline or os.environ.get("HF_HUB_OFFLINE") == "1"
@@ -353,6 +357,7 @@ def diagnose(argv: Sequence[str] | None = None) -> list[Finding]:
     except UserError as err:
         return [*findings, Finding(FAIL, "recipe", str(err), "fix configs/grpo.yaml")]
     findings.append(Finding(OK, "recipe", "recipe parses against the installed TRL"))
+    ensure_offline_model(recipe)  # --smoke: the tiny model, built on first use
     findings += check_hardware(recipe, cuda, cpu_requested)
     findings += check_versions(recipe.project.root)
     findings += check_optional_packages(recipe, cuda)

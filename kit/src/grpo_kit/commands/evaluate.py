@@ -9,10 +9,10 @@ the trained one.
 
 The metric is the task's own (accuracy, test pass rate, schema validity and field F1, label
 accuracy), computed by the same reward functions training uses, on one completion per prompt
-decoded with the model card's recommended sampling ([tool.grpo] recommended_sampling; greedy when
-there is none, or with `--greedy`; `--temperature/--top-p/--top-k` change it). `--pass-k K` adds pass@K:
-the share of prompts where at least one of K sampled completions is fully right. Sampling is
-seeded (`--seed`), so a rerun gives the same numbers on the same machine. Writes
+decoded with the model card's recommended sampling ([tool.grpo] recommended_sampling; greedy
+when there is none, or with `--greedy`; `--temperature/--top-p/--top-k` change it). `--pass-k K`
+adds pass@K: the share of prompts where at least one of K sampled completions is fully right.
+Sampling is seeded (`--seed`), so a rerun gives the same numbers on the same machine. Writes
 `predictions.jsonl` and `report.md` (the before/after table, naming the decoding) to
 `--output-dir` (default: `<model>/eval`).
 """
@@ -242,6 +242,8 @@ def decoding_note(decoding: Decoding, seed: int, project: Project) -> str:
 
 
 def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
+    from ..training import ensure_offline_model
+
     project = load_project()
     task = project.task
     args, overrides = parse_args(argv, project)
@@ -270,6 +272,7 @@ def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
             "pass held-out data with --dataset_name FILE (or --split for a Hub dataset)",
             recipe.script.dataset_name,
         )
+    ensure_offline_model(recipe)  # --smoke: the tiny model, built on first use
     rows = evaluation_rows(recipe, args.split, args.limit)
     results, predictions = {}, []
     for name, path in models.items():

@@ -3,9 +3,9 @@
 Each rollout gets an environment instance (TRL keeps a pool and reuses them), `reset(**row)`
 with the data row's columns, and the instance's public methods as its tools. A data row names its
 environment in the `environment` column; the project's task says which environments exist (its
-`{name: class}` table, passed to `factories`). `execute` runs one tool call exactly as TRL's tool loop
-does, so our own loops (ideal rollouts in reward-debug, evaluation, interactive inference) show
-the model byte-for-byte what training shows it.
+`{name: class}` table, passed to `factories`). `execute` runs one tool call exactly as TRL's tool
+loop does, so our own loops (ideal rollouts in reward-debug, evaluation, interactive inference)
+show the model byte-for-byte what training shows it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Rewards several tasks share: the `<think>...</think><answer>...</answer>` layout, and DAPO's
 soft overlong punishment (TRL's).
 
-Two format signals, as in the DeepSeek-R1 recipe: a strict all-or-nothing check, and partial credit per
-tag so a model that has not found the layout yet still gets a gradient (open-r1's `tag_count`).
+Two format signals, as in the DeepSeek-R1 recipe: a strict all-or-nothing check, and partial
+credit per tag so a model that has not found the layout yet still gets a gradient (open-r1's
+`tag_count`).
 The opening `<think>` is optional in the strict check because some chat templates pre-fill it.
 """
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..errors import UserError
-from .arguments import SandboxArguments, sandbox_limits  # noqa: F401 (re-exported)
+from .arguments import SandboxArguments
 from .harness import test_problem
 from .isolation import (
     FIX,
@@ -209,6 +209,20 @@ class Limits:
             f"({facts['interpreter']}); {self.workers} worker(s), per program {self.timeout:g} s, "
             f"{self.memory_mb} MB memory, {self.disk_mb} MB disk"
         )
+
+
+def sandbox_limits(args: SandboxArguments) -> Limits:
+    """The sandbox these fields describe, checked now: without the configured isolation, the run
+    stops here (before any model loads) with one line naming the fix."""
+    limits = Limits(
+        timeout=args.sandbox_timeout,
+        memory_mb=args.sandbox_memory_mb,
+        workers=args.sandbox_workers,
+        isolation=args.sandbox_isolation,
+        python=args.sandbox_python,
+    )
+    limits.level()  # raises SandboxUnavailable (a UserError) with the fix
+    return limits
 
 
 def describe(limits: Limits) -> dict:

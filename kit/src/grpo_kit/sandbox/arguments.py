@@ -1,5 +1,6 @@
 """The sandbox's recipe fields, shared by the tasks that run model-written programs (the code
-task's tests, the tools task's `run_python`), and the limits they make."""
+task's tests, the tools task's `run_python`); `sandbox_limits` (in sandbox/__init__.py) makes
+the limits they describe."""
 
 from __future__ import annotations
 
@@ -21,24 +22,10 @@ class SandboxArguments:
     # `process` opts into the weaker process-only sandbox (warned about on every run).
     sandbox_isolation: str = field(
         default="auto",
-        metadata={"help": "auto: bubblewrap, else unshare, else refuse; `process` = weaker, warned"},
+        metadata={
+            "help": "auto: bubblewrap, else unshare, else refuse; `process` = weaker, warned"
+        },
     )
     sandbox_python: str | None = field(
         default=None, metadata={"help": "Python 3.11+ running the programs; null: this one"}
     )
-
-
-def sandbox_limits(args: SandboxArguments):
-    """The sandbox these fields describe, checked now: without the configured isolation, the run
-    stops here (before any model loads) with one line naming the fix."""
-    from . import Limits
-
-    limits = Limits(
-        timeout=args.sandbox_timeout,
-        memory_mb=args.sandbox_memory_mb,
-        workers=args.sandbox_workers,
-        isolation=args.sandbox_isolation,
-        python=args.sandbox_python,
-    )
-    limits.level()  # raises SandboxUnavailable (a UserError) with the fix
-    return limits

@@ -26,7 +26,6 @@ import math
 import re
 import unicodedata
 
-
 # Possessive blanks (`*+`): linear on a fence followed by a long run of blanks (see verify/code).
 _FENCE_RE = re.compile(r"```[ \t]*+(?:json[ \t]*+)?\n(.*?)```", re.DOTALL)
 MAX_SCAN, MAX_STARTS = 10_000, 8  # bounds for finding JSON embedded in text

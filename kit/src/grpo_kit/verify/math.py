@@ -33,7 +33,6 @@ import functools
 import logging
 import re
 
-
 from ..rewards.base import RewardTimeout, time_budget
 from .text import extract_answer, tail
 
@@ -46,7 +45,6 @@ FINAL_ANSWER = "final answer is"
 THINK_CLOSE = "</think>"
 
 
-
 @functools.cache
 def _math_verify():
     """math-verify's parse and verify and the two extraction configs used here, imported on
@@ -55,6 +53,7 @@ def _math_verify():
 
     latex, number = [math_verify.LatexExtractionConfig()], [math_verify.ExprExtractionConfig()]
     return math_verify.parse, math_verify.verify, latex, number
+
 
 # Delimiters of LaTeX math (an escaped `\$` is a dollar sign, kept).
 _DELIMITERS_RE = re.compile(r"(?<!\\)\$|\\[()\[\]]")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import unicodedata
 
-
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 
 

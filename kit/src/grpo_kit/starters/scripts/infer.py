@@ -1,7 +1,7 @@
 """Ask the trained model: `make infer PROMPT="..."` runs this (as does `grpo infer`).
 
-    python -m <package>.infer --model outputs/<run>/merged --prompt "What is 7 * 6?"
-    python -m <package>.infer --model outputs/<run> --prompts-file q.jsonl --output a.jsonl
+    grpo infer --model outputs/<run>/merged --prompt "What is 7 * 6?"
+    grpo infer --model outputs/<run> --prompts-file q.jsonl --output a.jsonl
 
 Yours to edit. `--model` takes a merged folder, a training output folder (the LoRA adapter on
 its base model) or a Hub id; the system prompt and chat template arguments are the recipe's, so

@@ -1,7 +1,7 @@
 """Merge the trained LoRA adapter into its base model and prove the merge worked: `make merge`
 runs this (as does `grpo merge`).
 
-    python -m <package>.merge [RUN_DIR] [--output DIR] [--config configs/grpo.yaml]
+    grpo merge [RUN_DIR] [--output DIR] [--config configs/grpo.yaml]
 
 Yours to edit. It writes a standalone model and tokenizer (default RUN_DIR/merged) that plain
 transformers (or vLLM) loads, then reloads that folder and checks that its greedy outputs on a

@@ -1,6 +1,6 @@
 """Train with GRPO: `make train` runs this with configs/grpo.yaml (as does `grpo train`).
 
-    python -m <package>.train --config configs/grpo.yaml [--max_steps 10 ...]
+    grpo train --config configs/grpo.yaml [--max_steps 10 ...]
 
 Yours to edit. The recipe (configs/grpo.yaml, then configs/local.yaml, then the command line)
 holds TRL's GRPOConfig and ModelConfig fields and the kit's; the task (task.py) turns data rows

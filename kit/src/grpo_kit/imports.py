@@ -1,4 +1,6 @@
-"""The import graph of a baked project's package, read from its source (no import runs)."""
+"""The import graph of a package, read from its source (no import runs), and its cycles: how
+the kit's suite checks that its own imports point one way (and the template's suite the
+template's), and how a project can check its own."""
 
 from __future__ import annotations
 
