@@ -29,6 +29,7 @@ RESERVED_PACKAGES = {
     "accelerate",
     "bitsandbytes",
     "datasets",
+    "grpo_kit",
     "hypothesis",
     "jsonschema",
     "math_verify",

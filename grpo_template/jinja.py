@@ -12,7 +12,10 @@ hook then refuses such an answer with one clear line.
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
+import zlib
 from functools import lru_cache
 from pathlib import Path
 
@@ -24,6 +27,21 @@ from . import derived
 
 TEMPLATE_ROOT = Path(__file__).resolve().parent.parent
 _DELIMITERS = ("{{", "{%", "{#")
+# The Python the rendering runs on: this package and grpo-kit's source, in this template folder.
+_SOURCES = (TEMPLATE_ROOT / "grpo_template", TEMPLATE_ROOT / "kit" / "src" / "grpo_kit")
+_PACKAGES = ("grpo_template", "grpo_kit")
+
+
+def source_fingerprint() -> int:
+    """A checksum of the template's Python (grpo_template and grpo-kit's source)."""
+    checksum = 0
+    for folder in _SOURCES:
+        for path in sorted(folder.rglob("*.py")):
+            checksum = zlib.crc32(path.read_bytes(), zlib.crc32(str(path).encode(), checksum))
+    return checksum
+
+
+_LOADED_FROM = source_fingerprint()
 
 
 def _strings(value) -> set[str]:
@@ -107,21 +125,38 @@ def _grpo(context, name: str):
         raise UndefinedError(f"grpo() has no value named {name!r}") from err
 
 
+def current_module():
+    """This module, or a fresh import of it when the template's Python changed on disk since it
+    was loaded. `cruft update` renders the template at two commits in one process (checking the
+    old one out, then the new one, in the same folder): without this the second render would
+    compute its values with the first commit's code (its grpo-kit version, its tuning)."""
+    if source_fingerprint() == _LOADED_FROM:
+        return sys.modules[__name__]
+    for name in [n for n in sys.modules if n.split(".")[0] in _PACKAGES]:
+        del sys.modules[name]
+    return importlib.import_module(__name__)
+
+
 class GrpoExtension(Extension):
     """Adds `grpo(name)` and `grpo_template_root()`, and guards `from_string`."""
 
     def __init__(self, environment):
         super().__init__(environment)
-        environment.globals["grpo"] = _grpo
-        environment.globals["grpo_validate_early"] = _validate_early
-        environment.globals["grpo_validate"] = _validate
-        environment.globals["grpo_template_root"] = lambda: str(TEMPLATE_ROOT)
-        compile_string = environment.from_string
+        current_module().install(environment)
 
-        def guarded_from_string(source, globals=None, template_class=None):
-            if isinstance(source, str) and not renders_as_template(environment, source):
-                literal = {"grpo_literal_text": source}
-                return compile_string("{{ grpo_literal_text }}", literal, template_class)
-            return compile_string(source, globals, template_class)
 
-        environment.from_string = guarded_from_string
+def install(environment) -> None:
+    """Put the template's globals into a Jinja environment and guard its `from_string`."""
+    environment.globals["grpo"] = _grpo
+    environment.globals["grpo_validate_early"] = _validate_early
+    environment.globals["grpo_validate"] = _validate
+    environment.globals["grpo_template_root"] = lambda: str(TEMPLATE_ROOT)
+    compile_string = environment.from_string
+
+    def guarded_from_string(source, globals=None, template_class=None):
+        if isinstance(source, str) and not renders_as_template(environment, source):
+            literal = {"grpo_literal_text": source}
+            return compile_string("{{ grpo_literal_text }}", literal, template_class)
+        return compile_string(source, globals, template_class)
+
+    environment.from_string = guarded_from_string

@@ -184,7 +184,7 @@ def test_a_kit_only_fix_reaches_a_project_as_its_pin_alone(tmp_path):
     after = {p: p.read_text() for p in project.rglob("*") if p.is_file() and ".git" not in p.parts}
     changed = sorted(str(p.relative_to(project)) for p in after if after[p] != before.get(p))
     assert changed == [".cruft.json", "pyproject.toml"], changed
-    diff = subprocess.run(["git", "diff", "-U0", "pyproject.toml"], cwd=project,
+    diff = subprocess.run(["git", "diff", "HEAD", "-U0", "pyproject.toml"], cwd=project,
                           capture_output=True, text=True).stdout  # fmt: skip
     edits = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in "+++---"]
     assert edits == [f'-    "grpo-kit=={version}",', f'+    "grpo-kit=={bumped}",'], edits

@@ -1,8 +1,7 @@
 """Adaptive reward weights: up when a reward is rarely met, down when mastered, within bounds."""
 
 import pytest
-
-from {{ cookiecutter.package_name }}.training import adaptive_weights as aw
+from grpo_kit.callbacks import adaptive_weights as aw
 
 POLICY = aw.Policy(low=0.2, high=0.8, factor=2.0, min_scale=0.5, max_scale=4.0)
 

@@ -1,16 +1,54 @@
-"""The data loader: local files and their errors, prompt building and length filtering."""
+"""The data loader: local files and their errors, prompt building and length filtering, for
+every task's sample data (each in its own project)."""
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
+from conftest import TASKS, rows_of, sample_recipe
+from grpo_kit import data
 
-from {{ cookiecutter.package_name }} import data
-from {{ cookiecutter.package_name }}.project import SAMPLE_DATA
+
+@pytest.fixture(params=TASKS)
+def recipe(request, projects, monkeypatch):
+    """The sample recipe of a project of each task; the test runs in that project."""
+    root = projects(request.param)
+    monkeypatch.chdir(root)
+    return sample_recipe(root)
+
+
+@pytest.fixture
+def sample_rows(recipe):
+    return rows_of(recipe)
+
+
+@pytest.fixture(scope="module")
+def tokenizers() -> dict:
+    """task -> the tokenizer of its tiny model (each made once)."""
+    return {}
+
+
+@pytest.fixture
+def tiny_tokenizer(recipe, tokenizers, tmp_path_factory):
+    """The tokenizer of the task's tiny model (an agent task's knows its tool-call text)."""
+    from grpo_kit.offline.tiny_model import project_tiny_model
+    from transformers import AutoTokenizer
+
+    task = recipe.project.task.name
+    if task not in tokenizers:
+        out = tmp_path_factory.mktemp(f"tiny-{task}") / "model"
+        model = project_tiny_model(out, recipe.project, recipe=recipe)
+        tokenizers[task] = AutoTokenizer.from_pretrained(model)
+    return tokenizers[task]
 
 
 def raw_rows() -> list[dict]:
-    with open(SAMPLE_DATA, encoding="utf-8") as handle:
+    """The sample data of the project the test runs in (the current folder's)."""
+    from conftest import load as load_project
+
+    sample = Path(load_project(Path.cwd()).task.data.sample)
+    with open(sample, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
@@ -21,7 +59,7 @@ def write_jsonl(path, rows):
 
 def load(recipe, **changes):
     script = dataclasses.replace(recipe.script, **changes)
-    return data.load_training_rows(script, recipe.task), script
+    return data.load_training_rows(script, recipe.task, recipe.project.task), script
 
 
 def test_sample_data_loads_and_becomes_chat_prompts(recipe, sample_rows, tiny_tokenizer):
@@ -31,7 +69,7 @@ def test_sample_data_loads_and_becomes_chat_prompts(recipe, sample_rows, tiny_to
     assert first["prompt"][0] == {"role": "system", "content": script.system_prompt}
     assert first["prompt"][-1]["role"] == "user" and first["prompt"][-1]["content"]
     assert isinstance(first["answer"], str) and first["answer"]
-    prepared, stats = data.prepare(rows, tiny_tokenizer, script, recipe.task)
+    prepared, stats = data.prepare(rows, tiny_tokenizer, script, recipe.task, recipe.project.task)
     assert stats.kept + stats.dropped == len(rows) and len(prepared) == stats.kept
 
 
@@ -109,12 +147,13 @@ def test_long_prompts_are_dropped_and_counted(recipe, tmp_path, tiny_tokenizer):
     short, long = raw_rows()[:2]
     long = {**long, column: lengthen(long[column])}
     rows, script = load(recipe, dataset_name=write_jsonl(tmp_path / "d.jsonl", [short, long]))
-    conversations = data.to_conversations(rows, script, recipe.task)
-    tools_of = data.row_tools(recipe.task)  # an agent task's prompts show its tools
+    task = recipe.project.task
+    conversations = data.to_conversations(rows, script, recipe.task, task)
+    tools_of = data.row_tools(recipe.task, task)  # an agent task's prompts show its tools
     tools = tools_of(conversations[0]) if tools_of else None
     limit = data.prompt_token_count(tiny_tokenizer, conversations[0]["prompt"], None, tools)
     script = dataclasses.replace(script, max_prompt_tokens=limit)
-    prepared, stats = data.prepare(rows, tiny_tokenizer, script, recipe.task)
+    prepared, stats = data.prepare(rows, tiny_tokenizer, script, recipe.task, task)
     assert (stats.kept, stats.dropped) == (1, 1)
     assert stats.longest > limit
     assert prepared[0]["answer"] == conversations[0]["answer"]
@@ -130,7 +169,7 @@ def lengthen(value):
 def test_all_prompts_too_long_is_an_error(recipe, tiny_tokenizer):
     rows, script = load(recipe, max_prompt_tokens=3)
     with pytest.raises(data.DataError, match="raise max_prompt_tokens"):
-        data.prepare(rows, tiny_tokenizer, script, recipe.task)
+        data.prepare(rows, tiny_tokenizer, script, recipe.task, recipe.project.task)
 
 
 def test_hub_dataset_failure_is_explained():

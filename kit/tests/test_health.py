@@ -6,10 +6,8 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from transformers import TrainerControl
-
-from {{ cookiecutter.package_name }}.tasks import TASK
-from {{ cookiecutter.package_name }}.training.health import (
+from conftest import TASKS, load, sample_recipe, smoke_train
+from grpo_kit.callbacks.health import (
     HEALTH_LOG,
     TOOL_CALLS,
     TOOL_FAILURES,
@@ -20,8 +18,7 @@ from {{ cookiecutter.package_name }}.training.health import (
     spread_metric,
     watch_group_spread,
 )
-
-from conftest import smoke_train
+from transformers import TrainerControl
 
 
 def logs(n, **values):
@@ -185,7 +182,7 @@ def constant_reward(completions, **kwargs):
 
 def test_a_run_whose_reward_never_varies_triggers_the_reward_std_warning(tiny_model_dir, tmp_path):
     trainer = smoke_train(
-        tiny_model_dir, tmp_path / "run", "--reward_funcs", "tests.test_health.constant_reward",
+        tiny_model_dir, tmp_path / "run", "--reward_funcs", "test_health.constant_reward",
         "--reward_weights", "1.0", "--health_stop_on_fatal", "true", "--health_patience", "2",
         "--max_steps", "4",
     )  # fmt: skip
@@ -270,9 +267,29 @@ def alternating_format(completions, **kwargs):
     return [float(i % 2) for i in range(len(completions))]
 
 
+@pytest.fixture(scope="module")
+def task_models(projects, tmp_path_factory):
+    """`task_models(task)`: the tiny model of that task's project (made once per module); an
+    agent task's is built with its recipe (it is taught the task's tool calls)."""
+    from grpo_kit.offline.tiny_model import project_tiny_model
+
+    made = {}
+
+    def get(task):
+        if task not in made:
+            root = projects(task)
+            recipe = sample_recipe(root)
+            out = tmp_path_factory.mktemp(f"tiny-{task}") / "model"
+            made[task] = project_tiny_model(out, recipe.project, recipe=recipe)
+        return made[task]
+
+    return get
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("task", TASKS)
 def test_a_run_whose_correctness_never_varies_warns_though_format_varies(
-    tiny_model_dir, tmp_path, monkeypatch
+    task, projects, task_models, tmp_path, monkeypatch
 ):
     """The tiny random model never answers correctly, while the stand-in format reward varies in
     every group: the total reward has spread, correctness has none. Also: the run ends with
@@ -281,11 +298,12 @@ def test_a_run_whose_correctness_never_varies_warns_though_format_varies(
 
     ended = []
     monkeypatch.setattr(Trainer, "end", lambda self: ended.append(self), raising=False)
-    correctness = TASK.metrics[0][1]
+    root = projects(task)
+    correctness = load(root).task.correctness
     trainer = smoke_train(
-        tiny_model_dir, tmp_path / "run", "--reward_funcs", correctness,
-        "tests.test_health.alternating_format", "--reward_weights", "1.0", "1.0",
-        "--max_steps", "1",
+        task_models(task), tmp_path / "run", "--reward_funcs", correctness,
+        "test_health.alternating_format", "--reward_weights", "1.0", "1.0",
+        "--max_steps", "1", root=root,
     )  # fmt: skip
     rows = [r for r in trainer.state.log_history if "reward" in r]
     assert all(r[spread_metric(correctness)] == 1.0 for r in rows)

@@ -3,7 +3,6 @@ generated with): train -> merge (with its check) -> infer, offline."""
 
 import pytest
 from conftest import smoke_train
-
 from grpo_kit.commands import smoke
 from grpo_kit.errors import UserError
 from grpo_kit.merging import MergeCheckFailed
@@ -40,10 +39,9 @@ def test_merge_check_catches_a_merge_that_lost_the_adapter(
     tiny_model_dir, tmp_path, monkeypatch, recipe
 ):
     import torch
+    from grpo_kit.generation import model_class
     from peft import LoraConfig, get_peft_model
     from transformers import AutoTokenizer
-
-    from grpo_kit.generation import model_class
 
     # An adapter with large random weights, so it clearly changes the outputs, on the recipe's
     # targets, or on a full fine-tuning tier the attention projections (PEFT refuses

@@ -5,9 +5,11 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+TESTS = Path(__file__).resolve().parent  # on the training process's path, for the reward below
 KILL_AT_STEP = "GRPO_TEST_SIGTERM_AT_STEP"
 
 
@@ -23,10 +25,10 @@ def sigterm_at_step(completions, trainer_state=None, **kwargs):
 
 def train_command(tiny_model_dir, output_dir, *extra):
     return [
-        sys.executable, "-m", "{{ cookiecutter.package_name }}.train", "--config",
+        sys.executable, "-m", "grpo_kit", "train", "--config",
         "configs/grpo.yaml", "--smoke", "--model_name_or_path", str(tiny_model_dir),
         "--output_dir", str(output_dir), "--max_steps", "6", "--reward_funcs",
-        "tests.test_resume.sigterm_at_step", "--reward_weights", "1.0", *extra,
+        "test_resume.sigterm_at_step", "--reward_weights", "1.0", *extra,
     ]  # fmt: skip
 
 
@@ -37,7 +39,8 @@ def state_of(folder):
 @pytest.mark.slow
 def test_sigterm_saves_a_checkpoint_and_the_rerun_resumes_from_it(tiny_model_dir, tmp_path):
     out = tmp_path / "run"
-    env = {**os.environ, KILL_AT_STEP: "2", "OMP_NUM_THREADS": "1"}
+    path = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, KILL_AT_STEP: "2", "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
     first = subprocess.run(
         train_command(tiny_model_dir, out), capture_output=True, text=True, env=env, timeout=600
     )

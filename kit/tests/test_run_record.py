@@ -2,6 +2,10 @@
 
 import json
 
+from conftest import rows_of, sample_recipe
+from grpo_kit.callbacks.run_record import RECORD, RunRecord
+from grpo_kit.data import PromptStats
+
 
 def test_run_record_has_recipe_versions_data_and_outcome(logged_run):
     record = json.loads((logged_run / "run_record.json").read_text())
@@ -14,10 +18,23 @@ def test_run_record_has_recipe_versions_data_and_outcome(logged_run):
     assert record["seed"] == record["recipe"]["seed"]
     assert "reward" in record["final_metrics"]
     assert record["command"][-1] and "git" in record
+    # The command reruns the project's train script (`python -m grpo_kit train` runs it).
+    assert record["command"][1:4] == ["-m", "grpo_kit", "train"]
     settings, recipe = record["reward_settings"], record["recipe"]
     assert settings["max_completion_length"] == recipe["max_completion_length"]
-    sandbox = settings.get("limits")  # the code task: the isolation in use
-    assert sandbox is None or sandbox["isolation"] in ("bubblewrap", "unshare", "process")
+    assert "limits" not in settings  # only the code task runs a sandbox
+
+
+def test_the_code_tasks_record_names_its_sandbox(projects, tmp_path):
+    """The code task's rewards run in the sandbox: the record says which isolation and limits."""
+    recipe = sample_recipe(projects("code"))
+    rows = rows_of(recipe)
+    record = RunRecord(recipe, ["--smoke"])
+    record.path = tmp_path / RECORD  # not the project's outputs/
+    record.start(recipe.script, rows, PromptStats(len(rows), 0, 1), recipe.reward_settings())
+    settings = json.loads(record.path.read_text())["reward_settings"]
+    assert settings["max_completion_length"] == recipe.training.max_completion_length
+    assert settings["limits"]["isolation"] in ("bubblewrap", "unshare", "process")
 
 
 def test_adaptive_weights_log_each_change(logged_run):

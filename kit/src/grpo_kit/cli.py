@@ -50,17 +50,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_backend() -> None:
-    """Import the project's backend first (Unsloth before trl), when there is a project here."""
+def _load_project(name: str) -> None:
+    """Every command runs for the project in this folder: refuse at once without one, and import
+    its backend first (Unsloth before trl), except for the commands that train with TRL's own
+    trainers."""
     from . import backends
-    from .errors import UserError
     from .project import load
 
-    try:
-        backend = load().backend
-    except UserError:
-        return  # no project here: the command says so itself
-    backends.load(backend)
+    project = load()  # a UserError names the missing pyproject.toml or [tool.grpo]
+    if name not in NO_BACKEND:
+        backends.load(project.backend)
 
 
 def _target(name: str):
@@ -82,8 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     name, rest = argv[0], argv[1:]
     try:
-        if name not in NO_BACKEND:
-            _load_backend()
+        _load_project(name)
         target = _target(name)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)

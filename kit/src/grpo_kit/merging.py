@@ -131,7 +131,9 @@ class MergeCheck:
             i = mismatches[0]
             base = self.base
             like_base = base is not None and got == base and base != self.expected
-            reason = "it behaves like the base model (adapter lost)" if like_base else "outputs differ"
+            reason = (
+                "it behaves like the base model (adapter lost)" if like_base else "outputs differ"
+            )
             raise MergeCheckFailed(
                 f"merge check failed on {len(mismatches)}/{len(self.prompts)} prompts: {reason}. "
                 f"Prompt {CHECK_PROMPTS[i]!r}: adapter {self.expected[i]!r} vs merged {got[i]!r}"
@@ -141,7 +143,9 @@ class MergeCheck:
                 "the adapter does not change greedy outputs on the check prompts (undertrained?); "
                 "the check cannot tell the merged model from the base model"
             )
-        print(f"merge check passed: merged outputs equal the adapter's on {len(self.prompts)} prompts")
+        print(
+            f"merge check passed: merged outputs equal the adapter's on {len(self.prompts)} prompts"
+        )
 
 
 @contextlib.contextmanager

@@ -137,7 +137,7 @@ def load(root: Path | None = None) -> Project:
     if not isinstance(table, dict) or "package" not in table:
         raise UserError(
             f"{path} has no [tool.grpo] table with the project's package: grpo-template writes "
-            "it when it generates a project (add `[tool.grpo]` with `package = \"<your package>\"`)"
+            'it when it generates a project (add `[tool.grpo]` with `package = "<your package>"`)'
         )
     return from_table(table, root)
 
@@ -151,7 +151,8 @@ def from_table(table: dict, root: Path) -> Project:
     unknown = sorted(set(values) - known) + sorted(f"tier.{k}" for k in set(tier) - tier_known)
     if unknown:
         raise UserError(
-            f"{root / PYPROJECT}: [tool.grpo] has unknown key(s) {', '.join(unknown)} (known: "
-            f"{', '.join(sorted(known))}; tier.{', tier.'.join(sorted(tier_known))})"
+            f"{root / PYPROJECT}: [tool.grpo] has unknown key(s) {', '.join(unknown)}: remove "
+            f"or rename them (known: {', '.join(sorted(known))}; "
+            f"tier.{', tier.'.join(sorted(tier_known))})"
         )
     return Project(**values, tier=Tier(**tier), root=root)

@@ -61,9 +61,7 @@ class ScriptArguments:
     dataset_test_split: str = field(
         default="test", metadata={"help": "Held out for evaluation (make evaluate)."}
     )
-    prompt_column: str = field(
-        default="prompt", metadata={"help": "column with the question"}
-    )
+    prompt_column: str = field(default="prompt", metadata={"help": "column with the question"})
     answer_column: str = field(default="answer", metadata={"help": "column with the gold answer"})
     system_prompt: str = field(
         default="", metadata={"help": "states the output format the rewards check"}
@@ -89,7 +87,9 @@ class ScriptArguments:
     # --- health checks (callbacks/health.py): thresholds on what TRL logs ---
     health_zero_std_max: float = field(
         default=0.8,
-        metadata={"help": "warn when this share of groups scores all completions alike (no signal)"},
+        metadata={
+            "help": "warn when this share of groups scores all completions alike (no signal)"
+        },
     )
     health_kl_max: float = field(
         default=0.5, metadata={"help": "warn above this kl (logged only when beta > 0)"}
@@ -411,7 +411,9 @@ def parse_recipe(
         merged.update(values)
     parser.set_defaults_with_config(**merged)
     try:
-        parsed = parser.parse_args_into_dataclasses(args=rest)
+        *parsed, unused = parser.parse_args_into_dataclasses(
+            args=rest, return_remaining_strings=True
+        )
     except ValueError as err:
         hint = ""
         if "bf16/gpu" in str(err) or "requires a GPU" in str(err):
@@ -421,4 +423,9 @@ def parse_recipe(
                 "see what is missing with `make doctor`."
             )
         raise UserError(f"recipe: {err}{hint}") from err
+    if unused:
+        raise UserError(
+            f"recipe: the command line: unknown option(s) {' '.join(unused)}: not a field of the "
+            "installed TRL or of this project (a typo? `--help` lists the fields)"
+        )
     return Recipe(*parsed[:5], project=project)

@@ -123,7 +123,9 @@ def pipeline(argv: Sequence[str] | None = None) -> list[str]:
     print(f"smoke 1/3: train 2 steps with {args.config} on the tiny model", flush=True)
     task = project.task
     agent = task.environments is not None
-    steer = (lambda trainer: steer_first_turns(trainer, dict(task.example_calls))) if agent else None
+    steer = (
+        (lambda trainer: steer_first_turns(trainer, dict(task.example_calls))) if agent else None
+    )
     trainer = training.run(train.build_trainer, recipe_args, prepare=steer, project=project)
     if agent:
         check_tool_calls(trainer)
