@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "infer": ("project:infer", "main", "ask the trained model (one prompt, a file, or a chat)"),
     "smoke": ("commands.smoke", "main", "offline on the CPU: tiny model, train -> merge -> infer"),
     "stages": ("commands.stages", "main", "train in stages (configs/stages.yaml)"),
-    "evaluate": ("commands.evaluate", "main", "the task's metric on held-out prompts, base vs trained"),
+    "evaluate": ("commands.evaluate", "main", "the task's metric, held-out prompts, before/after"),
     "report": ("commands.report", "main", "plots and a summary of a run (health verdicts)"),
     "reward-debug": ("commands.reward_debug", "main", "score every reward on sample data"),
     "filter": ("commands.filter", "main", "keep the prompts the base model solves sometimes"),
