@@ -30,6 +30,7 @@ RECIPE = "configs/grpo.yaml"
 
 # A CPU recipe like the cpu tier's, small: LoRA on every linear layer, 2 steps of 4 completions.
 CPU_RECIPE = """\
+model_name_or_path: kit/test-model
 use_cpu: true
 dtype: float32
 bf16: false

@@ -1,17 +1,17 @@
 """Classification rewards on golden completions, and the label set coming from the recipe."""
 
 import pytest
-
-from {{ cookiecutter.package_name }}.errors import UserError
-from {{ cookiecutter.package_name }}.rewards import resolve
-from {{ cookiecutter.package_name }}.tasks import TASK, TaskArguments
+from conftest import sample_recipe
+from grpo_kit.errors import UserError
+from grpo_kit.rewards import resolve
+from grpo_kit.starters.classification.task import TASK, TaskArguments
 
 LABELS = ["World", "Sports", "Business", "Sci/Tech"]
 
 
 def score(name, completion, labels=LABELS, **columns):
     settings = TASK.reward_settings(TaskArguments(labels=labels))
-    func = resolve([name], settings)[0]
+    func = resolve([name], TASK.reward_table, settings)[0]
     return func([completion], **{k: [v] for k, v in columns.items()})[0]
 
 
@@ -130,11 +130,13 @@ def test_bad_label_sets_are_refused():
         TASK.reward_settings(TaskArguments(labels=[]))
 
 
-def test_a_gold_label_outside_the_set_is_a_data_error(tmp_path, recipe):
-    from {{ cookiecutter.package_name }} import data
+def test_a_gold_label_outside_the_set_is_a_data_error(tmp_path, projects):
+    from grpo_kit import data
+
+    recipe = sample_recipe(projects("classification"))
 
     path = tmp_path / "d.jsonl"
     path.write_text('{"text": "a", "label": "World"}\n{"text": "b", "label": "Weather"}\n')
     script = type(recipe.script)(**{**vars(recipe.script), "dataset_name": str(path)})
     with pytest.raises(data.DataError, match="row 2: label 'Weather' is not in labels"):
-        data.load_training_rows(script, recipe.task)
+        data.load_training_rows(script, recipe.task, TASK)

@@ -15,10 +15,11 @@ import subprocess
 import sys
 
 import pytest
-
-from {{ cookiecutter.package_name }} import data, sandbox
-from {{ cookiecutter.package_name }}.rewards import call_like_trl, resolve
-from {{ cookiecutter.package_name }}.tasks import TASK, think_answer
+from conftest import rows_of, sample_recipe
+from grpo_kit import data, sandbox
+from grpo_kit.rewards import call_like_trl, resolve
+from grpo_kit.starters.code.task import TASK
+from grpo_kit.task import think_answer
 
 
 def find_pythons() -> dict[str, str]:
@@ -53,6 +54,17 @@ PYTHONS = find_pythons()
 @pytest.fixture(scope="module", params=sorted(PYTHONS))
 def python(request) -> str:
     return PYTHONS[request.param]
+
+
+@pytest.fixture(scope="module")
+def recipe(projects):
+    """The code project's recipe on its sample data (MBPP rows)."""
+    return sample_recipe(projects("code"))
+
+
+@pytest.fixture(scope="module")
+def sample_rows(recipe):
+    return rows_of(recipe)
 
 
 # Each program uses one module the way MBPP/HumanEval-style solutions do; the tests compare what
@@ -265,7 +277,7 @@ def test_standard_library_programs_pass(python):
 
 def test_sample_references_pass(python, recipe, sample_rows):
     task = dataclasses.replace(recipe.task, sandbox_python=python)
-    correctness = resolve(["code_correctness"], TASK.reward_settings(task))[0]
+    correctness = resolve(["code_correctness"], TASK.reward_table, TASK.reward_settings(task))[0]
     rows = [sample_rows[i] for i in range(len(sample_rows))]
     ideal = [TASK.ideal_completion(row, task) for row in rows]
     assert call_like_trl(correctness, ideal, rows) == [1.0] * len(rows)
@@ -291,10 +303,11 @@ def test_humaneval_reference_solutions_get_full_credit(python, recipe, tmp_path)
         solution_column="canonical_solution", setup_column=None, sandbox_python=python,
         sandbox_timeout=30.0,
     )  # fmt: skip
-    rows = data.to_conversations(data.load_training_rows(script, task), script, task)
+    rows = data.load_training_rows(script, task, TASK)
+    rows = data.to_conversations(rows, script, task, TASK)
     rows = [rows[i] for i in range(len(rows))]
     assert len(rows) == 164
-    correctness = resolve(["code_correctness"], TASK.reward_settings(task))[0]
+    correctness = resolve(["code_correctness"], TASK.reward_table, TASK.reward_settings(task))[0]
     ideal = [TASK.ideal_completion(row, task) for row in rows]
     scores = call_like_trl(correctness, ideal, rows)
     failed = [row["task_id"] for row, value in zip(rows, scores, strict=True) if value != 1.0]

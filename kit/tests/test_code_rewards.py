@@ -6,17 +6,12 @@ import json
 import re
 
 import pytest
-
-from {{ cookiecutter.package_name }} import data, sandbox
-from {{ cookiecutter.package_name }}.rewards import REGISTRY, call_like_trl, resolve
-from {{ cookiecutter.package_name }}.rewards.code_rewards import (
-    code_blocks,
-    parse_tests,
-    program_for,
-    unimplemented,
-)
-from {{ cookiecutter.package_name }}.tasks import TASK, TaskArguments
-from {{ cookiecutter.package_name }}.tasks.code_task import reward_settings
+from conftest import rows_of, sample_recipe
+from grpo_kit import data, sandbox
+from grpo_kit.rewards import call_like_trl, resolve
+from grpo_kit.starters.code.rewards import code_block_format
+from grpo_kit.starters.code.task import TASK, TaskArguments, reward_settings
+from grpo_kit.verify.code import code_blocks, parse_tests, program_for, unimplemented
 
 TESTS = json.dumps(["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(0, 5) == 5"])
 LIMITS = sandbox.Limits(timeout=10.0, workers=1)
@@ -28,7 +23,20 @@ def answer(code: str) -> str:
 
 @pytest.fixture(scope="module")
 def correctness():
-    return resolve(["code_correctness"], TASK.reward_settings(TaskArguments()))[0]
+    return resolve(["code_correctness"], TASK.reward_table, TASK.reward_settings(TaskArguments()))[
+        0
+    ]
+
+
+@pytest.fixture(scope="module")
+def recipe(projects):
+    """The code project's recipe on its sample data (MBPP rows)."""
+    return sample_recipe(projects("code"))
+
+
+@pytest.fixture(scope="module")
+def sample_rows(recipe):
+    return rows_of(recipe)
 
 
 def score(func, completion: str, tests: str = TESTS, **columns):
@@ -113,7 +121,7 @@ def test_batch_is_scored_in_order(correctness):
     ],
 )
 def test_code_block_format(completion, expected):
-    assert REGISTRY["code_block_format"]([completion])[0] == expected
+    assert code_block_format([completion])[0] == expected
 
 
 def test_parse_tests_reads_lists_and_lines():
@@ -247,7 +255,7 @@ def test_bad_tests_are_data_errors(recipe, tmp_path, bad, message):
     path = write(tmp_path, [row(["assert add(1, 1) == 2"]), bad])
     script = dataclasses.replace(recipe.script, dataset_name=path)
     with pytest.raises(data.DataError, match=re.escape(message)) as error:
-        data.load_training_rows(script, recipe.task)
+        data.load_training_rows(script, recipe.task, TASK)
     assert path in str(error.value) and "\n" not in str(error.value)
 
 
@@ -257,7 +265,7 @@ def test_humaneval_rows_need_an_entry_point(recipe, tmp_path):
                              "test_setup_code": ""}])  # fmt: skip
     script = dataclasses.replace(recipe.script, dataset_name=path)
     with pytest.raises(data.DataError, match="set entry_point_column"):
-        data.load_training_rows(script, recipe.task)
+        data.load_training_rows(script, recipe.task, TASK)
 
 
 # --- the sandbox's isolation is settled before training ----------------------------------------

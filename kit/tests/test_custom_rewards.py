@@ -1,8 +1,8 @@
-"""The custom task's example reward. EDIT HERE alongside rewards/custom_rewards.py."""
+"""The custom task's example reward (a project edits it alongside its rewards.py)."""
 
 import pytest
-
-from {{ cookiecutter.package_name }}.rewards import REGISTRY
+from grpo_kit.starters.custom.rewards import exact_answer
+from grpo_kit.starters.custom.task import TASK
 
 
 @pytest.mark.parametrize(
@@ -20,4 +20,5 @@ from {{ cookiecutter.package_name }}.rewards import REGISTRY
     ],
 )
 def test_exact_answer(completion, expected):
-    assert REGISTRY["exact_answer"]([completion], answer=["Paris"])[0] == expected
+    assert TASK.reward_table["exact_answer"] is exact_answer
+    assert exact_answer([completion], answer=["Paris"])[0] == expected

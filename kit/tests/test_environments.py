@@ -13,11 +13,9 @@ import re
 from pathlib import Path
 
 import pytest
-from transformers.utils import get_json_schema
-
-from {{ cookiecutter.package_name }} import environments, sandbox
-from {{ cookiecutter.package_name }}.environments import (
-    ENVIRONMENTS,
+from conftest import chdir, load, make_project
+from grpo_kit import environments, sandbox
+from grpo_kit.environments import (
     LookupEnvironment,
     PythonEnvironment,
     ToolError,
@@ -31,13 +29,40 @@ from {{ cookiecutter.package_name }}.environments import (
     tool_dict,
     tool_methods,
 )
-from {{ cookiecutter.package_name }}.errors import DataError, UserError
+from grpo_kit.errors import DataError, UserError
+from grpo_kit.starters.tools.task import ENVIRONMENTS
+from transformers.utils import get_json_schema
 
 CORPUS = "data/sample_corpus.jsonl"
 TOOLS_DATA = "data/sample_tools.jsonl"
 LIMITS = sandbox.Limits(timeout=5.0, workers=1)
 VERDICTS = ("SUPPORTED", "REFUTED", "NOT ENOUGH INFO")  # the fact-check rows' answers
 HIT = re.compile(r"^\[(?P<id>[^\]\s]+)\] (?P<title>[^:]+): (?P<snippet>.+)$")
+
+
+@pytest.fixture(autouse=True)
+def in_tools_project(projects, monkeypatch):
+    """The sample paths (data/...) are the tools project's."""
+    monkeypatch.chdir(projects("tools"))
+
+
+# Tiny models of tool-calling families the agent loop is checked with: the suite's default
+# (Qwen2.5's template) and the template's default model (Qwen3.5, thinking off).
+FAMILIES = {"qwen2_5": ("qwen2", "qwen2_5"), "qwen3_5_nothink": ("qwen3_5", "qwen3_5_nothink")}
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def tiny_tokenizer(request, tmp_path_factory):
+    """The tokenizer of a tools project's tiny model (its chat template, trained on its data)."""
+    from grpo_kit.offline.tiny_model import project_tiny_model
+    from transformers import AutoTokenizer
+
+    arch, template = FAMILIES[request.param]
+    folder = tmp_path_factory.mktemp(f"tools-{template}")
+    root = make_project(folder / "project", "tools", tiny_arch=arch, chat_template=template)
+    with chdir(root):
+        model_dir = project_tiny_model(folder / "model", load(root))
+    return AutoTokenizer.from_pretrained(model_dir)
 
 
 def call(name: str, **arguments) -> dict:
@@ -81,7 +106,7 @@ def test_every_registered_tool_has_a_json_schema(name):
     """What TRL renders into the prompt: get_json_schema refuses a tool without type hints or
     without an Args/Returns docstring (this checks your own environments too)."""
     settings = ToolSettings(sandbox=sandbox_limits() if name == "python" else LIMITS)
-    environment = factories(settings, [name])[name]()
+    environment = factories(settings, ENVIRONMENTS, [name])[name]()
     tools = tool_methods(environment)
     assert tools, f"{name} has no tools"
     for tool in tools:
@@ -240,7 +265,7 @@ def test_tool_calls_reads_the_ideal_calls_column():
 
 
 def test_factories_make_fresh_instances_of_the_named_environments():
-    made = factories(ToolSettings(sandbox=LIMITS), ["lookup"])
+    made = factories(ToolSettings(sandbox=LIMITS), ENVIRONMENTS, ["lookup"])
     assert list(made) == ["lookup"]
     first, second = made["lookup"](), made["lookup"]()
     assert isinstance(first, LookupEnvironment) and first is not second
@@ -248,7 +273,7 @@ def test_factories_make_fresh_instances_of_the_named_environments():
 
 def test_unknown_environment_is_one_clear_error():
     with pytest.raises(UserError) as error:
-        factories(ToolSettings(sandbox=LIMITS), ["lookup", "browser"])
+        factories(ToolSettings(sandbox=LIMITS), ENVIRONMENTS, ["lookup", "browser"])
     text = str(error.value)
     assert "'browser'" in text and "python, lookup" in text and "ENVIRONMENTS" in text
     assert "\n" not in text
@@ -256,7 +281,11 @@ def test_unknown_environment_is_one_clear_error():
 
 def test_factories_check_the_environments_now(tmp_path):
     with pytest.raises(DataError, match="corpus file not found"):
-        factories(ToolSettings(sandbox=LIMITS, corpus=str(tmp_path / "none.jsonl")), ["lookup"])
+        factories(
+            ToolSettings(sandbox=LIMITS, corpus=str(tmp_path / "none.jsonl")),
+            ENVIRONMENTS,
+            ["lookup"],
+        )
 
 
 def test_settings_are_checked():
@@ -493,7 +522,7 @@ class ScriptedModel:
 
 def rendered_turn(tokenizer, prompt, tools, message) -> list[int]:
     """Token ids of an assistant turn as the template TRL trains with writes it."""
-    from {{ cookiecutter.package_name }}.environments import episodes
+    from grpo_kit.environments import episodes
 
     kwargs = episodes.chat_kwargs(tokenizer)
     _, text = episodes.assistant_turn(tokenizer, prompt, message, tools, kwargs)
@@ -503,11 +532,11 @@ def rendered_turn(tokenizer, prompt, tools, message) -> list[int]:
 def test_the_agent_loop_parses_runs_and_appends_like_trl(tiny_tokenizer, limits):
     """A model that calls `run_python` then answers: the call is parsed with TRL's parser, run
     in the sandbox, its result appended, and the final answer read by the rewards."""
-    from {{ cookiecutter.package_name }}.environments import tool_methods
-    from {{ cookiecutter.package_name }}.environments.episodes import run_episodes
-    from {{ cookiecutter.package_name }}.inference import Decoding
-    from {{ cookiecutter.package_name }}.rewards import REGISTRY, call_like_trl
-    from {{ cookiecutter.package_name }}.rewards.tools_rewards import rollout_calls
+    from grpo_kit.environments import rollout_calls, tool_methods
+    from grpo_kit.environments.episodes import run_episodes
+    from grpo_kit.generation import Decoding
+    from grpo_kit.rewards import call_like_trl
+    from grpo_kit.starters.tools.rewards import tool_answer_correctness
 
     environment = PythonEnvironment(ToolSettings(sandbox=limits))
     tools = tool_methods(environment)
@@ -527,13 +556,13 @@ def test_the_agent_loop_parses_runs_and_appends_like_trl(tiny_tokenizer, limits)
     assert rollout[1]["content"] == "42" and environment.calls == 1
     assert len(rollout_calls(rollout)) == 1
     row = {"answer": "42", "environment": "python"}
-    assert call_like_trl(REGISTRY["tool_answer_correctness"], [rollout], [row]) == [1.0]
+    assert call_like_trl(tool_answer_correctness, [rollout], [row]) == [1.0]
 
 
 def test_the_agent_loop_stops_at_the_turn_cap(tiny_tokenizer, limits):
-    from {{ cookiecutter.package_name }}.environments import tool_methods
-    from {{ cookiecutter.package_name }}.environments.episodes import run_episodes
-    from {{ cookiecutter.package_name }}.inference import Decoding
+    from grpo_kit.environments import tool_methods
+    from grpo_kit.environments.episodes import run_episodes
+    from grpo_kit.generation import Decoding
 
     environment = PythonEnvironment(ToolSettings(sandbox=limits))
     prompt = [{"role": "user", "content": "loop"}]
@@ -555,9 +584,9 @@ def test_interactive_chat_calls_the_tools_and_prints_each_step(
     every call and result is printed as it happens; an empty line ends the chat."""
     from types import SimpleNamespace
 
-    from {{ cookiecutter.package_name }} import infer
-    from {{ cookiecutter.package_name }}.environments import tool_methods
-    from {{ cookiecutter.package_name }}.inference import Decoding
+    from grpo_kit import answering
+    from grpo_kit.environments import tool_methods
+    from grpo_kit.generation import Decoding
 
     settings = ToolSettings(sandbox=limits)
     prompt = [{"role": "user", "content": "What is 6 times 7?"}]
@@ -574,7 +603,7 @@ def test_interactive_chat_calls_the_tools_and_prints_each_step(
         agent=(lambda: PythonEnvironment(settings), 3), system_prompt="", decoding=Decoding(),
         max_new_tokens=512, chat_template_kwargs={},
     )  # fmt: skip
-    [rollout] = infer.interactive(ScriptedModel([first, second]), tiny_tokenizer, args)
+    [rollout] = answering.interactive(ScriptedModel([first, second]), tiny_tokenizer, args)
     shown = capsys.readouterr().out
     assert '[calls run_python({"code": "print(6 * 7)"})]' in shown
     assert "[run_python -> 42]" in shown and "<answer>42</answer>" in shown

@@ -7,29 +7,62 @@ import json
 from types import SimpleNamespace
 
 import pytest
-
-from {{ cookiecutter.package_name }} import evaluate, inference, project
-from {{ cookiecutter.package_name }}.inference import Decoding
-from {{ cookiecutter.package_name }}.tasks import TASK
+from conftest import TASKS, chdir, load, make_project, rows_of, sample_recipe
+from grpo_kit import generation
+from grpo_kit.commands import evaluate
+from grpo_kit.errors import UserError
+from grpo_kit.generation import Decoding
 
 CARD = {"temperature": 0.6, "top_p": 0.95, "top_k": 20}
+# The model card's sampling as generation writes it in [tool.grpo].
+CARD_TOML = "recommended_sampling = { temperature = 0.6, top_p = 0.95, top_k = 20 }"
 
 
-def test_before_after_table_predictions_and_report(logged_run, tiny_model_dir, tmp_path, capsys):
+def with_sampling(project, sampling):
+    """The project with another recommended sampling (None: the card gives none)."""
+    return dataclasses.replace(project, recommended_sampling=sampling)
+
+
+@pytest.fixture(scope="module")
+def tools_model(projects, tmp_path_factory):
+    """The tools project's tiny model: its tokenizer learns the rollouts' text (as the smoke
+    run builds it)."""
+    from grpo_kit.offline.tiny_model import project_tiny_model
+
+    root = projects("tools")
+    with chdir(root):
+        out = tmp_path_factory.mktemp("tools-tiny") / "model"
+        return project_tiny_model(out, load(root), recipe=sample_recipe(root))
+
+
+@pytest.fixture(params=["math", "tools"])
+def evaluated(request, projects, logged_run, tiny_model_dir, monkeypatch):
+    """(project root, trained model, base model): the math project's logged run on its tiny
+    model; the tools (agent) task's tiny model against itself, its tools really called."""
+    if request.param == "math":
+        return projects("math"), logged_run, tiny_model_dir
+    model = request.getfixturevalue("tools_model")
+    monkeypatch.chdir(projects("tools"))
+    return projects("tools"), model, model
+
+
+def test_before_after_table_predictions_and_report(evaluated, tmp_path, capsys):
+    root, trained, base = evaluated
+    task = load(root).task
     out = tmp_path / "eval"
     results = evaluate.evaluate(
-        ["--smoke", "--model", str(logged_run), "--base", str(tiny_model_dir), "--limit", "4",
+        ["--smoke", "--model", str(trained), "--base", str(base), "--limit", "4",
          "--max-new-tokens", "8", "--pass-k", "2", "--output-dir", str(out)]
     )  # fmt: skip
-    labels = [label for label, _ in TASK.metrics]
+    labels = [label for label, _ in task.metrics]
     assert list(results) == ["base", "trained"]
-    agent = {evaluate.CALLS} if TASK.environments is not None else set()  # calls per episode
+    agent = {evaluate.CALLS} if task.environments is not None else set()  # calls per episode
     for summary in results.values():
         assert set(summary) == {*labels, "pass@2", *agent}
         assert all(summary[k] is None or 0.0 <= summary[k] <= 1.0 for k in [*labels, "pass@2"])
     table = capsys.readouterr().out
     assert "| metric | base | trained | change |" in table
-    default = Decoding.default()
+    default = Decoding.default(load(root))
     how = "greedy" if default.greedy else "sampled"
     assert f"{labels[0]} ({how})" in table and "pass@2" in table
     assert f"metrics decoded: {default.describe()}" in table
@@ -60,19 +93,26 @@ def test_sampled_evaluation_repeats_and_greedy_is_an_option(tiny_model_dir, tmp_
     assert "(greedy)" in report and "metrics decoded: greedy" in report
 
 
-def test_the_metric_is_the_tasks_correctness_reward():
-    from {{ cookiecutter.package_name }}.rewards import REGISTRY
+@pytest.mark.parametrize("task_name", TASKS)
+def test_the_metric_is_the_tasks_correctness_reward(task_name, projects):
+    task = load(projects(task_name)).task
+    assert task.metrics, "the task names its evaluation metric"
+    for _, func in task.metrics:
+        assert task.reward_table.get(func.__name__) is func
+    assert task.correctness == task.metrics[0][1].__name__
 
-    assert TASK.metrics, "the task names its evaluation metric"
-    for _, name in TASK.metrics:
-        assert name in REGISTRY
 
-
-def test_ideal_completions_score_full_marks(sample_rows, recipe):
+@pytest.mark.parametrize("task_name", TASKS)
+def test_ideal_completions_score_full_marks(task_name, projects):
+    recipe = sample_recipe(projects(task_name))
+    sample_rows = rows_of(recipe)
+    task = recipe.project.task
     rows = [dict(row) for row in sample_rows.select(range(min(5, len(sample_rows))))]
-    ideal = [TASK.ideal_completion(row, recipe.task) for row in rows]
-    metrics = evaluate.metric_functions(recipe.reward_settings())
-    for label, values in evaluate.score(metrics, ideal, rows).items():
+    with chdir(recipe.project.root):
+        ideal = [task.ideal_completion(row, recipe.task) for row in rows]
+        metrics = evaluate.metric_functions(task, recipe.reward_settings())
+        scored = evaluate.score(metrics, ideal, rows)
+    for label, values in scored.items():
         assert all(v is None or v == pytest.approx(1.0) for v in values), label
 
 
@@ -99,35 +139,44 @@ def test_evaluating_on_the_training_file_says_it_is_not_held_out(recipe, tmp_pat
     assert evaluate.held_out(hub, "test", run) and not evaluate.held_out(hub, "train", run)
 
 
-def decoding_of(*argv: str) -> Decoding:
+def decoding_of(project, *argv: str) -> Decoding:
     parser = argparse.ArgumentParser()
-    inference.add_decoding_options(parser)
-    return inference.decoding_from(parser.parse_args(argv))
+    generation.add_decoding_options(parser, project)
+    return generation.decoding_from(parser.parse_args(argv), project)
 
 
-def test_the_default_decoding_is_the_model_cards_recommended_sampling(monkeypatch):
-    found = project.RECOMMENDED_SAMPLING
-    assert Decoding.default() == (Decoding(**found) if found else Decoding())
-    assert decoding_of() == Decoding.default()
-    monkeypatch.setattr(project, "RECOMMENDED_SAMPLING", CARD)
-    assert Decoding.default() == Decoding(0.6, 0.95, 20) and not Decoding.default().greedy
-    monkeypatch.setattr(project, "RECOMMENDED_SAMPLING", None)
-    assert Decoding.default() == Decoding() and Decoding.default().greedy
+def test_the_default_decoding_is_the_model_cards_recommended_sampling(project):
+    found = project.recommended_sampling
+    assert Decoding.default(project) == (Decoding(**found) if found else Decoding())
+    assert decoding_of(project) == Decoding.default(project)
+    card = with_sampling(project, CARD)
+    assert Decoding.default(card) == Decoding(0.6, 0.95, 20) and not Decoding.default(card).greedy
+    none = with_sampling(project, None)
+    assert Decoding.default(none) == Decoding() and Decoding.default(none).greedy
 
 
-def test_the_decoding_options_change_the_default_or_decode_greedily(monkeypatch):
-    monkeypatch.setattr(project, "RECOMMENDED_SAMPLING", CARD)
-    assert decoding_of("--greedy") == Decoding()
-    assert decoding_of("--temperature", "0") == Decoding()
-    assert decoding_of("--top-k", "5") == Decoding(0.6, 0.95, 5)
-    assert decoding_of("--temperature", "1", "--top-p", "1") == Decoding(1.0, 1.0, 20)
-    with pytest.raises(inference.UserError, match="--greedy takes no --top-p"):
-        decoding_of("--greedy", "--top-p", "0.9")
-    monkeypatch.setattr(project, "RECOMMENDED_SAMPLING", None)
-    assert decoding_of() == Decoding()
-    assert decoding_of("--temperature", "0.7") == Decoding(0.7, 1.0, 0)
-    with pytest.raises(inference.UserError, match="give a temperature above 0"):
-        decoding_of("--top-k", "5")  # greedy by default: top-k alone would do nothing
+def test_the_recommended_sampling_is_read_from_pyproject(tmp_path):
+    """[tool.grpo] recommended_sampling, as the template writes it, is the default decoding."""
+    card = load(make_project(tmp_path / "card", extra=CARD_TOML))
+    assert card.recommended_sampling == CARD
+    assert Decoding.default(card) == Decoding(0.6, 0.95, 20)
+    assert decoding_of(card) == Decoding(0.6, 0.95, 20)
+    assert Decoding.default(load(make_project(tmp_path / "none"))) == Decoding()
+
+
+def test_the_decoding_options_change_the_default_or_decode_greedily(project):
+    card = with_sampling(project, CARD)
+    assert decoding_of(card, "--greedy") == Decoding()
+    assert decoding_of(card, "--temperature", "0") == Decoding()
+    assert decoding_of(card, "--top-k", "5") == Decoding(0.6, 0.95, 5)
+    assert decoding_of(card, "--temperature", "1", "--top-p", "1") == Decoding(1.0, 1.0, 20)
+    with pytest.raises(UserError, match="--greedy takes no --top-p"):
+        decoding_of(card, "--greedy", "--top-p", "0.9")
+    none = with_sampling(project, None)
+    assert decoding_of(none) == Decoding()
+    assert decoding_of(none, "--temperature", "0.7") == Decoding(0.7, 1.0, 0)
+    with pytest.raises(UserError, match="give a temperature above 0"):
+        decoding_of(none, "--top-k", "5")  # greedy by default: top-k alone would do nothing
 
 
 @pytest.mark.parametrize(
@@ -135,14 +184,17 @@ def test_the_decoding_options_change_the_default_or_decode_greedily(monkeypatch)
     [((-0.1,), "temperature -0.1"), ((1.0, 0.0), "top_p 0.0"), ((1.0, 1.0, -1), "top_k -1")],
 )
 def test_an_impossible_decoding_is_one_clear_error(fields, message):
-    with pytest.raises(inference.UserError, match=message):
+    with pytest.raises(UserError, match=message):
         Decoding(*fields)
 
 
-def test_a_broken_recommended_sampling_names_project_py(monkeypatch):
-    monkeypatch.setattr(project, "RECOMMENDED_SAMPLING", {"temperature": 0.6, "top": 1})
-    with pytest.raises(inference.UserError, match="project.py RECOMMENDED_SAMPLING"):
-        Decoding.default()
+def test_a_broken_recommended_sampling_names_pyproject(project, tmp_path):
+    broken = with_sampling(project, {"temperature": 0.6, "top": 1})
+    with pytest.raises(UserError, match=r"pyproject.toml \[tool.grpo\] recommended_sampling"):
+        Decoding.default(broken)
+    written = load(make_project(tmp_path, extra="recommended_sampling = { temperature = -1 }"))
+    with pytest.raises(UserError, match=r"pyproject.toml \[tool.grpo\] recommended_sampling"):
+        Decoding.default(written)
 
 
 def test_the_decoding_reaches_model_generate(tiny_model_dir):
@@ -151,13 +203,13 @@ def test_the_decoding_reaches_model_generate(tiny_model_dir):
     is not (at a temperature that flattens even a taught tiny model's distribution)."""
     from transformers import set_seed
 
-    model = inference.load_model_for_inference(tiny_model_dir, device="cpu")
-    tokenizer = inference.load_tokenizer_for(tiny_model_dir)  # padding as generation needs
-    chats = [inference.chat("What is 2 + 3?")]
+    model = generation.load_model_for_inference(tiny_model_dir, device="cpu")
+    tokenizer = generation.load_tokenizer_for(tiny_model_dir)  # padding as generation needs
+    chats = [generation.chat("What is 2 + 3?")]
 
     def decode(decoding: Decoding) -> list[str]:
         set_seed(0)
-        return inference.generate(model, tokenizer, chats, 6, decoding)
+        return generation.generate(model, tokenizer, chats, 6, decoding)
 
     greedy = decode(Decoding())
     assert decode(Decoding(100.0, 1.0, 1)) == greedy
@@ -169,28 +221,32 @@ def test_the_decoding_reaches_model_generate(tiny_model_dir):
     assert Decoding().vllm_kwargs() == {"temperature": 0.0, "top_p": 1.0, "top_k": -1}
 
 
-def test_pass_k_samples_with_the_decoding_the_model_card_or_the_rollouts(recipe, monkeypatch):
-    monkeypatch.setattr(project, "RECOMMENDED_SAMPLING", CARD)
-    assert evaluate.pass_k_sampling(Decoding(0.9), recipe) == Decoding(0.9)
-    assert evaluate.pass_k_sampling(Decoding(), recipe) == Decoding(0.6, 0.95, 20)
-    monkeypatch.setattr(project, "RECOMMENDED_SAMPLING", None)
+def test_pass_k_samples_with_the_decoding_the_model_card_or_the_rollouts(recipe):
+    card = recipe._replace(project=with_sampling(recipe.project, CARD))
+    assert evaluate.pass_k_sampling(Decoding(0.9), card) == Decoding(0.9)
+    assert evaluate.pass_k_sampling(Decoding(), card) == Decoding(0.6, 0.95, 20)
+    none = recipe._replace(project=with_sampling(recipe.project, None))
     training = recipe.training
     rollouts = Decoding(training.temperature, training.top_p, training.top_k or 0)
-    assert evaluate.pass_k_sampling(Decoding(), recipe) == rollouts
+    assert evaluate.pass_k_sampling(Decoding(), none) == rollouts
 
 
-def test_the_report_names_the_decoding(monkeypatch):
-    monkeypatch.setattr(project, "RECOMMENDED_SAMPLING", CARD)
+def test_the_report_names_the_decoding(project):
+    card_project = with_sampling(project, CARD)
     results = {"base": {"accuracy": 0.25, "pass@4": 0.5}, "trained": {"accuracy": 0.5, "pass@4": 1}}
     card = Decoding(0.6, 0.95, 20)
-    args = SimpleNamespace(held_out=True, pass_k=4, seed=3, decoding=card, pass_k_decoding=card)
+    args = SimpleNamespace(
+        held_out=True, pass_k=4, seed=3, decoding=card, pass_k_decoding=card, project=card_project
+    )
     table = evaluate.report_table(results, 8, args)
     assert "| accuracy (sampled) | 0.250 | 0.500 | +0.250 |" in table
     sampled = "sampling at temperature 0.6, top_p 0.95, top_k 20 (the model card's"
     assert f"- metrics decoded: {sampled}" in table
     assert f"- pass@4: 4 completions per prompt, {sampled}" in table
     assert "seed 3" in table
-    args = SimpleNamespace(held_out=True, pass_k=1, seed=3, decoding=Decoding())
+    args = SimpleNamespace(
+        held_out=True, pass_k=1, seed=3, decoding=Decoding(), project=card_project
+    )
     table = evaluate.report_table({"trained": {"accuracy": 0.5}}, 8, args)
     assert "| accuracy (greedy) | 0.500 |" in table and "- metrics decoded: greedy\n" in table
     assert "seed" not in table

@@ -5,13 +5,9 @@ import json
 from pathlib import Path
 
 import pytest
-
-from {{ cookiecutter.package_name }}.errors import UserError
-from {{ cookiecutter.package_name }}.project import SAMPLE_DATA
-from {{ cookiecutter.package_name }}.tasks import TASK
-from {{ cookiecutter.package_name }}.tools import filter as difficulty
-
-from conftest import RECIPE, smoke_train
+from conftest import RECIPE, TASKS, chdir, load, sample_recipe, smoke_train
+from grpo_kit.commands import filter as difficulty
+from grpo_kit.errors import UserError
 
 K = 4
 
@@ -38,24 +34,54 @@ def scripted(ideal_of, solved):
 
 
 @pytest.fixture(scope="module")
-def ideal_of(tiny_model_dir, tiny_tokenizer, tmp_path_factory):
-    """{chat prompt: its ideal completion} for the sample data, as the filter builds prompts
-    from the recipe the tests run it with (--smoke: its own prompt-length limit, which a long
-    chat template header, such as SmolLM3's, can reach on the tiny tokenizer)."""
-    from {{ cookiecutter.package_name }}.config import recipe_from
-    from {{ cookiecutter.package_name }}.tokenizer import ready_for_generation
+def tiny_models(projects, tmp_path_factory):
+    """`tiny_models(task)`: (the task's project, its tiny model), built once per task (an agent
+    task's tokenizer learns its rollouts' text, as the smoke run builds it)."""
+    from grpo_kit.offline.tiny_model import project_tiny_model
 
-    argv = base_args(tiny_model_dir, tmp_path_factory.mktemp("ideal"))
+    made: dict[str, tuple[Path, Path]] = {}
+
+    def get(task: str) -> tuple[Path, Path]:
+        if task not in made:
+            root = projects(task)
+            out = tmp_path_factory.mktemp(f"tiny-{task}") / "model"
+            with chdir(root):
+                recipe = sample_recipe(root)
+                made[task] = (root, project_tiny_model(out, recipe.project, recipe=recipe))
+        return made[task]
+
+    return get
+
+
+@pytest.fixture(params=TASKS)
+def filtering(request, tiny_models, tmp_path_factory, monkeypatch):
+    """(the task's tiny model, {chat prompt: its ideal completion} for the sample data), run
+    from the task's project. The prompts are built as the filter builds them from the recipe
+    the tests run it with (--smoke: its own prompt-length limit, which a long chat template
+    header, such as SmolLM3's, can reach on the tiny tokenizer)."""
+    from grpo_kit.recipe import recipe_from
+    from grpo_kit.tokenizer import ready_for_generation
+    from transformers import AutoTokenizer
+
+    root, model = tiny_models(request.param)
+    monkeypatch.chdir(root)
+    argv = base_args(model, tmp_path_factory.mktemp("ideal"))
     recipe = recipe_from(*difficulty.parse_args(argv), read_only=True)
-    _, prompts, _ = difficulty.training_prompts(recipe, ready_for_generation(tiny_tokenizer), None)
-    return {json.dumps(row["prompt"]): TASK.ideal_completion(row, recipe.task) for row in prompts}
+    tokenizer = ready_for_generation(AutoTokenizer.from_pretrained(model))
+    _, prompts, _ = difficulty.training_prompts(recipe, tokenizer, None)
+    task = recipe.project.task
+    ideal_of = {
+        json.dumps(row["prompt"]): task.ideal_completion(row, recipe.task) for row in prompts
+    }
+    return model, ideal_of
 
 
 def lines(path):
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_pass_rates_the_band_and_the_files(tiny_model_dir, tmp_path, ideal_of, capsys):
+def test_pass_rates_the_band_and_the_files(filtering, tmp_path, capsys):
+    tiny_model_dir, ideal_of = filtering
     out = tmp_path / "filter"
     solved = lambda i: i % (K + 1)  # noqa: E731 - pass rates 0, 1/4, ..., 1 in turn
     filtered = difficulty.filter_prompts(
@@ -67,14 +93,15 @@ def test_pass_rates_the_band_and_the_files(tiny_model_dir, tmp_path, ideal_of, c
     assert [r["kept"] for r in rates] == [0.25 <= r["pass_rate"] <= 0.75 for r in rates]
     assert (out / difficulty.HISTOGRAM).read_bytes().startswith(b"\x89PNG")
     # The kept rows, as the data file has them (its own columns), in order.
-    data_rows = lines(Path(SAMPLE_DATA))
+    data_rows = lines(Path(load(Path.cwd()).task.data.sample))
     kept = [data_rows[r["row"]] for r in rates if r["kept"]]
     assert lines(filtered) == kept and kept
     printed = capsys.readouterr().out
     assert f"--dataset_name {filtered}" in printed and "never solved" in printed
 
 
-def test_an_empty_band_says_why_and_writes_no_data_file(tiny_model_dir, tmp_path, ideal_of):
+def test_an_empty_band_says_why_and_writes_no_data_file(filtering, tmp_path):
+    tiny_model_dir, ideal_of = filtering
     out = tmp_path / "filter"
     with pytest.raises(UserError, match="too hard"):
         difficulty.filter_prompts(
@@ -115,9 +142,15 @@ def test_sampling_follows_the_recipe(recipe):
 
 
 @pytest.mark.slow
-def test_the_tiny_model_filters_the_sample_data_and_training_runs_on_it(tiny_model_dir, tmp_path):
-    """`make filter` offline: real sampling (transformers) and scoring; the tiny random model
-    solves nothing, so the band starts at 0 to keep rows; then train on the filtered file."""
+@pytest.mark.parametrize("task", ["math", "tools"])
+def test_the_tiny_model_filters_the_sample_data_and_training_runs_on_it(
+    task, tiny_models, tmp_path, monkeypatch
+):
+    """`make filter` offline: real sampling (transformers; an agent task's whole rollouts, its
+    tools really run) and scoring; the tiny random model solves nothing, so the band starts at
+    0 to keep rows; then train on the filtered file."""
+    root, tiny_model_dir = tiny_models(task)
+    monkeypatch.chdir(root)
     out = tmp_path / "filter"
     options = ["--min", "0", "--limit", "4", "--k", "2", "--max-new-tokens", "8"]
     filtered = difficulty.filter_prompts(

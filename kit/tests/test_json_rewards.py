@@ -6,9 +6,10 @@ import time
 import unicodedata
 
 import pytest
-
-from {{ cookiecutter.package_name }}.rewards import REGISTRY, call_like_trl
-from {{ cookiecutter.package_name }}.rewards.json_rewards import SCHEMA_BUDGET_S, find_json
+from grpo_kit.rewards import call_like_trl
+from grpo_kit.starters.json.rewards import SCHEMA_BUDGET_S, json_schema_valid
+from grpo_kit.starters.json.task import TASK
+from grpo_kit.verify.json import find_json
 
 SCHEMA = json.dumps(
     {
@@ -21,7 +22,8 @@ REFERENCE = json.dumps({"name": "Maria", "age": 34})
 
 
 def score(name, completion, **columns):
-    return REGISTRY[name]([completion], **{k: [v] for k, v in columns.items()})[0]
+    """The JSON task's reward (or metric) `name` on one completion."""
+    return TASK.reward_table[name]([completion], **{k: [v] for k, v in columns.items()})[0]
 
 
 @pytest.mark.parametrize(
@@ -311,7 +313,7 @@ def test_a_backtracking_schema_pattern_is_cut_by_the_time_budget():
     schema = json.dumps({"type": "object", "properties": {"id": {"pattern": "^(a+)+$"}}})
     row = {"prompt": [], "schema": schema, "answer": "{}"}
     metrics = []
-    func = REGISTRY["json_schema_valid"]
+    func = json_schema_valid
     start = time.monotonic()
     columns = {"schema": [schema, schema], "answer": ["{}", "{}"]}
     values = func(

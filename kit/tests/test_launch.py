@@ -1,33 +1,123 @@
-"""The multi-GPU launcher: the commands it plans for this tier, and its orchestration (a stand-in
-server and trainer replace vLLM and accelerate, so this runs on a CPU)."""
+"""The multi-GPU launcher: the commands it plans for the multi-GPU and multi-node tiers, and its
+orchestration (a stand-in server and trainer replace vLLM and accelerate, so this runs on a
+CPU)."""
 
 import sys
+from pathlib import Path
 
 import pytest
+from conftest import CPU_RECIPE, load, make_project
+from grpo_kit.commands import launch
+from grpo_kit.errors import UserError
 
-from {{ cookiecutter.package_name }} import project
-from {{ cookiecutter.package_name }}.errors import UserError
-from {{ cookiecutter.package_name }}.training import launch
+# The two launched tiers as the template writes them ([tool.grpo.tier]) and their recipes: one
+# node of 8 GPUs, 2 of them serving vLLM to 6 DDP processes; 2 nodes of 8 GPUs, 16 ZeRO-3
+# processes each with a colocated vLLM engine.
+TIERS = {
+    "multi-gpu": """\
+name = "multi-gpu"
+memory_gib = 79.1
+gpus_per_node = 8
+nodes = 1
+processes = 6
+distributed = "ddp"
+accelerate_config = "configs/accelerate/ddp.yaml"
+vllm_server_gpus = 2
+estimated_peak_gib = 41.0""",
+    "multi-node": """\
+name = "multi-node"
+memory_gib = 79.1
+gpus_per_node = 8
+nodes = 2
+processes = 16
+distributed = "zero3"
+accelerate_config = "configs/accelerate/zero3.yaml"
+vllm_server_gpus = 0
+estimated_peak_gib = 52.0""",
+}
+RECIPES = {
+    "multi-gpu": "use_vllm: true\nvllm_mode: server\n",
+    "multi-node": "use_vllm: true\nvllm_mode: colocate\n",
+}
+# Minimal accelerate configs, as the template ships them in configs/accelerate/.
+ACCELERATE = {
+    "ddp.yaml": """\
+compute_environment: LOCAL_MACHINE
+distributed_type: MULTI_GPU
+gpu_ids: all
+machine_rank: 0
+main_training_function: main
+mixed_precision: bf16
+num_machines: 1
+num_processes: 2
+rdzv_backend: static
+same_network: true
+use_cpu: false
+""",
+    "zero3.yaml": """\
+compute_environment: LOCAL_MACHINE
+deepspeed_config:
+  deepspeed_multinode_launcher: standard
+  offload_optimizer_device: none
+  offload_param_device: none
+  zero3_init_flag: true
+  zero3_save_16bit_model: true
+  zero_stage: 3
+distributed_type: DEEPSPEED
+machine_rank: 0
+main_training_function: main
+mixed_precision: bf16
+num_machines: 1
+num_processes: 2
+rdzv_backend: static
+same_network: true
+use_cpu: false
+""",
+}
 
 
-def plan(env=None):
+@pytest.fixture(scope="module")
+def tier_projects(tmp_path_factory):
+    """{tier: project root} of a math project on each launched tier."""
+    roots = {}
+    for tier, body in TIERS.items():
+        root = make_project(
+            tmp_path_factory.mktemp(tier), tier=body, recipe=CPU_RECIPE + RECIPES[tier]
+        )
+        (root / "configs" / "accelerate").mkdir()
+        for name, text in ACCELERATE.items():
+            (root / "configs" / "accelerate" / name).write_text(text, encoding="utf-8")
+        roots[tier] = root
+    return roots
+
+
+@pytest.fixture(params=list(TIERS))
+def tier_project(request, tier_projects, monkeypatch):
+    """The project of one launched tier, run from its folder."""
+    root = tier_projects[request.param]
+    monkeypatch.chdir(root)
+    return load(root)
+
+
+def plan(project, env=None):
     return launch.plan(
-        ["--max_steps", "5"], env or {"MASTER_ADDR": "10.0.0.1", "SLURM_NODEID": "1"}
+        project, ["--max_steps", "5"], env or {"MASTER_ADDR": "10.0.0.1", "SLURM_NODEID": "1"}
     )
 
 
-def test_plan_matches_the_tier():
-    steps = plan()
+def test_plan_matches_the_tier(tier_project):
+    tier = tier_project.tier
+    steps = plan(tier_project)
     train = steps[-1]
     assert train.command[-2:] == ["--max_steps", "5"]
     config = train.command[train.command.index("--config_file") + 1]
-    assert config == project.ACCELERATE_CONFIG
+    assert config == tier.accelerate_config
     from accelerate.commands.config.config_args import load_config_from_file
 
     assert load_config_from_file(config).num_processes is not None  # accelerate's own loader
     processes = train.command[train.command.index("--num_processes") + 1]
-    assert int(processes) == project.TRAINING_PROCESSES
-    if project.TIER_NODES > 1:
+    assert int(processes) == tier.processes
+    if tier.nodes > 1:
         assert len(steps) == 1
         assert train.command[train.command.index("--machine_rank") + 1] == "1"
         assert train.command[train.command.index("--main_process_ip") + 1] == "10.0.0.1"
@@ -36,34 +126,38 @@ def test_plan_matches_the_tier():
         assert server.background and server.environment()["VLLM_SERVER_DEV_MODE"] == "1"
         visible_train = train.environment()["CUDA_VISIBLE_DEVICES"].split(",")
         visible_server = server.environment()["CUDA_VISIBLE_DEVICES"].split(",")
-        assert len(visible_server) == project.VLLM_SERVER_GPUS
+        assert len(visible_server) == tier.vllm_server_gpus
         assert not set(visible_train) & set(visible_server)
-        assert len(visible_train) + len(visible_server) == project.TIER_GPUS
+        assert len(visible_train) + len(visible_server) == tier.gpus_per_node
         assert "serve" in server.command
 
 
-def test_overrides_reach_the_vllm_server_as_well_as_the_trainer():
+def test_overrides_reach_the_vllm_server_as_well_as_the_trainer(tier_projects, monkeypatch):
     """The server is built from the same resolved recipe as the trainer: a longer completion
     lengthens the server's context, another port moves the server."""
-    if project.TIER_NODES > 1 or not project.VLLM_SERVER_GPUS:
-        pytest.skip("no vLLM server in this plan")
-    steps = launch.plan(["--max_completion_length", "4096", "--vllm_server_port", "8123"], {})
+    monkeypatch.chdir(tier_projects["multi-gpu"])
+    project = load(tier_projects["multi-gpu"])
+    assert project.tier.nodes == 1 and project.tier.vllm_server_gpus
+    steps = launch.plan(
+        project, ["--max_completion_length", "4096", "--vllm_server_port", "8123"], {}
+    )
     server = steps[0].command
-    recipe = launch.launch_recipe([])
+    recipe = launch.launch_recipe(project, [])
     assert int(server[server.index("--max-model-len") + 1]) == (
         recipe.script.max_prompt_tokens + 4096
     )
     assert server[server.index("--port") + 1] == "8123"
 
 
-def test_multi_node_needs_the_main_address():
-    if project.TIER_NODES == 1:
-        pytest.skip("single node")
+def test_multi_node_needs_the_main_address(tier_projects, monkeypatch):
+    monkeypatch.chdir(tier_projects["multi-node"])
+    project = load(tier_projects["multi-node"])
+    assert project.tier.nodes > 1
     with pytest.raises(UserError, match="MASTER_ADDR"):
-        launch.plan([], {})
+        launch.plan(project, [], {})
 
 
-def test_dry_run_prints_the_commands(capsys, monkeypatch):
+def test_dry_run_prints_the_commands(tier_project, capsys, monkeypatch):
     monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")
     assert launch.main(["--dry-run"]) == 0
     assert "accelerate.commands.launch" in capsys.readouterr().out
@@ -130,7 +224,7 @@ def test_a_port_already_in_use_is_refused_before_anything_starts(tmp_path):
 
 LAUNCHER = """
 import json, sys
-from {{ cookiecutter.package_name }}.training import launch
+from grpo_kit.commands import launch
 server, url, trainer = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 steps = [
     launch.Step("vllm-server", server, background=True),
@@ -179,20 +273,30 @@ def test_sigterm_reaches_the_trainer_then_stops_the_server(tmp_path):
         urllib.request.urlopen(url, timeout=2)
 
 
-@pytest.mark.slow
-@pytest.mark.distributed
-def test_smoke_distributed_goes_through_accelerate_with_the_plans_config(
-    tiny_model_dir, tmp_path, capfd
-):
-    """`make smoke-distributed`: 2 CPU processes started by `accelerate launch` with this plan's
-    accelerate config (DDP's where the plan's DeepSpeed needs CUDA), as a GPU run starts."""
-    steps = launch.smoke_plan(["--model_name_or_path", str(tiny_model_dir)])
+def test_smoke_distributed_uses_the_plans_accelerate_config(tier_project, tiny_model_dir):
+    """`make smoke-distributed` starts 2 CPU processes through `accelerate launch` with this
+    plan's accelerate config (DDP's where the plan's DeepSpeed needs CUDA), as a GPU run
+    starts."""
+    tier = tier_project.tier
+    steps = launch.smoke_plan(tier_project, ["--model_name_or_path", str(tiny_model_dir)])
     command = steps[0].command
     config = command[command.index("--config_file") + 1]
-    expected = project.ACCELERATE_CONFIG
-    if project.DISTRIBUTED not in launch.CPU_STRATEGIES:
+    expected = tier.accelerate_config
+    if tier.distributed not in launch.CPU_STRATEGIES:
         expected = expected.rsplit("/", 1)[0] + "/ddp.yaml"
     assert config == expected and "accelerate.commands.launch" in command
+    assert Path(config).is_file()
+    assert command[command.index("--num_processes") + 1] == str(launch.SMOKE_PROCESSES)
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_smoke_distributed_trains_in_two_processes(
+    tier_projects, tiny_model_dir, tmp_path, capfd, monkeypatch
+):
+    """The launch itself, on the multi-node tier's plan (ZeRO-3: DDP's config on the CPU): 2
+    processes train, the model is saved."""
+    monkeypatch.chdir(tier_projects["multi-node"])
     output = tmp_path / "run"
     code = launch.launch(["--smoke", "--", "--model_name_or_path", str(tiny_model_dir),
                           "--output_dir", str(output)])  # fmt: skip

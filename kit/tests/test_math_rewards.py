@@ -6,29 +6,23 @@ import json
 import re
 import threading
 import time
-from pathlib import Path
 
 import pytest
-
-from {{ cookiecutter.package_name }}.rewards import REGISTRY, call_like_trl
-from {{ cookiecutter.package_name }}.rewards.math_rewards import (
-    BUDGET_S,
-    gold_text,
-    gold_value,
-)
-from {{ cookiecutter.package_name }}.tasks import TASK
-
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import STARTERS
+from grpo_kit.rewards import call_like_trl
+from grpo_kit.starters.math.rewards import math_correctness
+from grpo_kit.starters.math.task import TASK
+from grpo_kit.verify.math import BUDGET_S, gold_text, gold_value
 
 
 def gsm8k_rows() -> list[dict]:
     """Real GSM8K test rows shipped as the sample data."""
-    path = ROOT / "data" / "sample_math.jsonl"
+    path = STARTERS / "data" / "sample_math.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 def correctness(completion: str, answer: str):
-    return REGISTRY["math_correctness"]([completion], answer=[answer])[0]
+    return math_correctness([completion], answer=[answer])[0]
 
 
 def answered(answer: str) -> str:
@@ -533,7 +527,7 @@ def test_answers_that_keep_sympy_busy_score_zero_within_the_budget(sample_rows):
     ]
     metrics = []
     rows = [sample_rows[0]] * len(slow)
-    func = REGISTRY["math_correctness"]
+    func = math_correctness
     start = time.monotonic()
     kwargs = {"log_metric": lambda *item: metrics.append(item)}
     values = func(slow, answer=[row["answer"] for row in rows], **kwargs)

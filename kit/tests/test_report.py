@@ -3,8 +3,8 @@
 import json
 
 import pytest
-
-from {{ cookiecutter.package_name }}.tools import report
+from conftest import load
+from grpo_kit.commands import report
 
 
 def test_report_writes_plots_and_a_summary(logged_run, tmp_path):
@@ -49,10 +49,13 @@ def rows_of(n, **values):
              **values} for i in range(n)]  # fmt: skip
 
 
-def test_a_tool_run_gets_a_tool_use_plot_and_summary(tmp_path):
+def test_a_tool_run_gets_a_tool_use_plot_and_summary(tmp_path, projects, monkeypatch):
+    """A run of the tools task (its project's task, run from its folder)."""
+    monkeypatch.chdir(projects("tools"))
+    task = load(projects("tools")).task
     rows = rows_of(6, **{report.TOOL_CALLS: 3.0, report.TOOL_FAILURES: 0.6})
     run = synthetic_run(tmp_path / "run", rows, {"max_tool_calling_iterations": 3})
-    assert report.limits_for(run).max_tool_calling_iterations == 3  # from the run record
+    assert report.limits_for(run, task).max_tool_calling_iterations == 3  # from the run record
     out = report.report([str(run), "--output-dir", str(tmp_path / "report")])
     image = out / report.TOOL_PLOT
     assert image.is_file() and image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,18 +1,16 @@
 """A sequence-classification reward model as a reward, beside the functions (offline, tiny)."""
 
 import pytest
-
-from {{ cookiecutter.package_name }}.errors import UserError
-from {{ cookiecutter.package_name }}.train import check_reward_weights
-
 from conftest import smoke_train
+from grpo_kit.errors import UserError
+from grpo_kit.training import check_reward_weights
 
 
 @pytest.fixture(scope="module")
-def tiny_reward_model(tmp_path_factory):
-    from {{ cookiecutter.package_name }}.tools.tiny_model import build_tiny_reward_model
+def tiny_reward_model(tmp_path_factory, project):
+    from grpo_kit.offline.tiny_model import build_tiny_reward_model
 
-    return build_tiny_reward_model(tmp_path_factory.mktemp("rm") / "reward-model")
+    return build_tiny_reward_model(tmp_path_factory.mktemp("rm") / "reward-model", project)
 
 
 def test_a_recipe_with_a_reward_model_trains_and_logs_its_reward(
@@ -34,7 +32,7 @@ def test_weights_must_cover_the_reward_model_too():
 
 
 def test_reward_debug_scores_the_reward_model_beside_the_functions(tiny_reward_model, capsys):
-    from {{ cookiecutter.package_name }}.tools import reward_debug
+    from grpo_kit.commands import reward_debug
 
     assert reward_debug.debug(["--limit", "2", "--reward_model", str(tiny_reward_model)])
     assert tiny_reward_model.name in capsys.readouterr().out

@@ -4,21 +4,78 @@ import json
 import math
 
 import pytest
-
-from {{ cookiecutter.package_name }} import reward_model
-from {{ cookiecutter.package_name }}.errors import DataError
-from {{ cookiecutter.package_name }}.reward_model import (
+from conftest import load, make_project, smoke_train
+from grpo_kit.commands import reward_model
+from grpo_kit.commands.reward_model import (
     RewardScriptArguments,
     load_pairs,
     parse_reward_recipe,
 )
-
-from conftest import smoke_train
+from grpo_kit.errors import DataError
 
 RECIPE = "configs/reward_model.yaml"
+# configs/reward_model.yaml as the template renders it for the CPU tier (LoRA on every linear
+# layer, the score head trained and saved with the adapters), and as a bf16 GPU tier may render
+# it for a small model: full fine-tuning.
+REWARD_RECIPE = """\
+dataset_name: data/sample_preferences.jsonl
+dataset_test_split: null
+test_size: 0.2
+prompt_column: prompt
+chosen_column: chosen
+rejected_column: rejected
+system_prompt: You solve math problems.
+as_chat: true
+accuracy_target: 0.8
+model_name_or_path: kit/test-model
+dtype: float32
+output_dir: outputs/test-model-math-reward-model
+learning_rate: 1.0e-04
+lr_scheduler_type: linear
+num_train_epochs: 1
+per_device_train_batch_size: 4
+gradient_accumulation_steps: 2
+max_length: 1024
+center_rewards_coefficient: 0.01
+disable_dropout: true
+use_cpu: true
+bf16: false
+optim: adamw_torch
+logging_steps: 10
+save_steps: 100
+save_total_limit: 2
+report_to: none
+seed: 42
+"""
+LORA = """\
+use_peft: true
+lora_r: 8
+lora_alpha: 16
+lora_dropout: 0.0
+lora_target_modules: [all-linear]
+lora_task_type: SEQ_CLS
+"""
+REWARD_RECIPES = {"lora": REWARD_RECIPE + LORA, "full": REWARD_RECIPE}
 
 
-def test_the_recipe_parses_with_the_installed_trl():
+@pytest.fixture(scope="module")
+def reward_projects(tmp_path_factory):
+    """{mode: a math project with that configs/reward_model.yaml}."""
+    roots = {}
+    for mode, text in REWARD_RECIPES.items():
+        roots[mode] = make_project(tmp_path_factory.mktemp(f"rm-{mode}"))
+        (roots[mode] / RECIPE).write_text(text, encoding="utf-8")
+    return roots
+
+
+@pytest.fixture(params=list(REWARD_RECIPES))
+def reward_project(request, reward_projects, monkeypatch):
+    """A project with its reward-model recipe (LoRA, or full fine-tuning), run from its folder."""
+    monkeypatch.chdir(reward_projects[request.param])
+    return reward_projects[request.param]
+
+
+def test_the_recipe_parses_with_the_installed_trl(reward_project):
     script, training, model = parse_reward_recipe(["--config", RECIPE, "--use_cpu", "true"])
     assert script.dataset_name == reward_model.SAMPLE_PREFERENCES
     assert training.max_length > 0 and training.learning_rate > 0
@@ -143,11 +200,11 @@ def test_the_scored_text_is_the_one_grpo_scores(tiny_tokenizer):
 
 @pytest.mark.slow
 def test_a_trained_reward_model_is_evaluated_and_rewards_grpo(
-    tiny_model_dir, tmp_path, recipe, sample_rows
+    reward_project, tiny_model_dir, tmp_path, recipe, sample_rows
 ):
-    from {{ cookiecutter.package_name }}.tools.tiny_model import build_tiny_reward_model
+    from grpo_kit.offline.tiny_model import build_tiny_reward_model
 
-    base = build_tiny_reward_model(tmp_path / "rm-base")
+    base = build_tiny_reward_model(tmp_path / "rm-base", load(reward_project))
     out = tmp_path / "reward-model"
     args = ["--config", RECIPE, "--smoke", "--model_name_or_path", str(base),
             "--output_dir", str(out)]  # fmt: skip

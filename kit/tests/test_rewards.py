@@ -1,4 +1,6 @@
-"""The recipe's rewards: registered, maxed by ideal completions, TRL's contract, hostile input."""
+"""The recipe's rewards, for every starter task: in the task's table with a range, maxed by
+ideal completions, TRL's contract, hostile input; the shared format rewards and text helpers;
+time budgets."""
 
 import contextlib
 import logging
@@ -10,19 +12,32 @@ import threading
 import time
 
 import pytest
+from conftest import CPU_RECIPE, TASKS, TOOLS_RECIPE, chdir, make_project, rows_of, sample_recipe
+from grpo_kit.commands import reward_debug
+from grpo_kit.errors import UserError
+from grpo_kit.rewards import base, bind, call_like_trl, resolve, reward, time_budget
+from grpo_kit.rewards.base import RewardTimeout
+from grpo_kit.rewards.formats import partial_format, soft_overlong, strict_format
+from grpo_kit.testing import ProjectChecks
+from grpo_kit.verify.text import extract_answer, normalise_label
 
-from {{ cookiecutter.package_name }}.errors import UserError
-from {{ cookiecutter.package_name }}.rewards import REGISTRY, base, bind, resolve
-from {{ cookiecutter.package_name }}.rewards.base import (
-    RewardTimeout,
-    call_like_trl,
-    extract_answer,
-    normalise_label,
-    reward,
-    time_budget,
-)
-from {{ cookiecutter.package_name }}.tasks import TASK
-from {{ cookiecutter.package_name }}.tools import reward_debug
+# The format rewards several tasks share, as a reward table (`resolve` looks names up in one).
+FORMATS = {f.__name__: f for f in (strict_format, partial_format, soft_overlong)}
+
+
+@pytest.fixture(scope="module")
+def task_recipe(projects):
+    """`task_recipe(task)`: (recipe, training rows) of that task's project, on its sample data."""
+    made = {}
+
+    def get(task: str):
+        if task not in made:
+            recipe = sample_recipe(projects(task))
+            made[task] = (recipe, rows_of(recipe))
+        return made[task]
+
+    return get
+
 
 NASTY = [
     "",
@@ -44,59 +59,88 @@ NASTY = [
 ]
 
 
-def test_every_recipe_reward_is_registered_with_a_range(recipe):
+@pytest.mark.parametrize("task", TASKS)
+def test_every_recipe_reward_is_in_the_tasks_table_with_a_range(task, task_recipe):
+    recipe, _ = task_recipe(task)
+    table = recipe.project.task.reward_table
+    assert recipe.script.reward_funcs
     for name in recipe.script.reward_funcs:
-        assert name in REGISTRY, name
-        bounds = REGISTRY[name].reward_range
+        assert name in table, name
+        bounds = table[name].reward_range
         assert bounds.low < bounds.high
 
 
-def test_ideal_completions_reach_the_top_of_every_range():
-    """The reward debug command on the sample data: every ideal completion maxes every reward."""
-    assert reward_debug.debug(["--limit", "2"])
+# The suite's CPU recipe keeps completions to 64 tokens, shorter than the code sample's reference
+# solutions (soft_overlong counts characters / 4 without token ids); a generated project's recipe
+# allows its task's answer length (the template gives code 768 tokens).
+ANSWER_ROOM = CPU_RECIPE.replace("max_completion_length: 64", "max_completion_length: 768")
 
 
-def test_rewards_follow_trls_contract(recipe, sample_rows):
-    row = sample_rows[0]
-    funcs = resolve(recipe.script.reward_funcs, recipe.reward_settings())
-    ideal = TASK.ideal_completion(row, recipe.task)
-    for func in funcs:
-        values = call_like_trl(func, [ideal, "", "junk"], [row] * 3)
-        assert len(values) == 3
-        assert all(v is None or isinstance(v, float) for v in values)
+@pytest.mark.parametrize("task", TASKS)
+def test_ideal_completions_reach_the_top_of_every_range(task, tmp_path):
+    """The reward debug command on the sample data: every ideal completion maxes every reward
+    (and grpo_kit.testing's check, which a project's own tests run, agrees)."""
+    assert "max_completion_length: 768" in ANSWER_ROOM
+    recipe = ANSWER_ROOM + (TOOLS_RECIPE if task == "tools" else "")
+    root = make_project(tmp_path / task, task, recipe=recipe)
+    with chdir(root):
+        assert reward_debug.debug(["--limit", "2"])  # raises UserError when one is not
+    ProjectChecks(root).ideal_completions_reach_the_top()
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_rewards_follow_trls_contract(task, task_recipe):
+    recipe, rows = task_recipe(task)
+    row = rows[0]
+    table = recipe.project.task.reward_table
+    with chdir(recipe.project.root):  # an agent's ideal rollout runs its tools there
+        funcs = resolve(recipe.script.reward_funcs, table, recipe.reward_settings())
+        ideal = recipe.project.task.ideal_completion(row, recipe.task)
+        for func in funcs:
+            values = call_like_trl(func, [ideal, "", "junk"], [row] * 3)
+            assert len(values) == 3
+            assert all(v is None or isinstance(v, float) for v in values)
 
 
 @pytest.mark.parametrize("completion", NASTY, ids=range(len(NASTY)))
-def test_rewards_never_raise_and_stay_in_range(completion, sample_rows, recipe):
-    row = sample_rows[0]
-    for name, func in REGISTRY.items():
-        value = call_like_trl(bind(func, recipe.reward_settings()), [completion], [row])[0]
-        if value is None:
-            continue
-        assert math.isfinite(value), name
-        assert func.reward_range.low <= value <= func.reward_range.high, (name, value)
+@pytest.mark.parametrize("task", TASKS)
+def test_rewards_never_raise_and_stay_in_range(task, completion, task_recipe):
+    recipe, rows = task_recipe(task)
+    row = rows[0]
+    with chdir(recipe.project.root):
+        for name, func in recipe.project.task.reward_table.items():
+            value = call_like_trl(bind(func, recipe.reward_settings()), [completion], [row])[0]
+            if value is None:
+                continue
+            assert math.isfinite(value), name
+            assert func.reward_range.low <= value <= func.reward_range.high, (name, value)
 
 
-def test_a_missing_column_is_a_configuration_error(recipe):
-    for func in REGISTRY.values():
+@pytest.mark.parametrize("task", TASKS)
+def test_a_missing_column_is_a_configuration_error(task, task_recipe):
+    recipe, _ = task_recipe(task)
+    for func in recipe.project.task.reward_table.values():
         if func.required_columns:
             with pytest.raises(KeyError, match="needs dataset column"):
                 bind(func, recipe.reward_settings())(["text"])
 
 
-def test_resolve_registry_names_and_dotted_paths():
-    assert resolve(["partial_format"]) == [REGISTRY["partial_format"]]
-    assert resolve(["os.path.basename"])[0].__name__ == "basename"
+def test_resolve_table_names_and_dotted_paths(recipe):
+    table = recipe.project.task.reward_table
+    assert resolve(["partial_format"], table) == [table["partial_format"]]
+    assert resolve(["os.path.basename"], table)[0].__name__ == "basename"
     with pytest.raises(UserError, match="unknown reward"):
-        resolve(["no_such_reward"])
+        resolve(["no_such_reward"], table)
     with pytest.raises(UserError, match="cannot import"):
-        resolve(["no_such_module.func"])
+        resolve(["no_such_module.func"], table)
     with pytest.raises(UserError, match="has no function"):
-        resolve(["os.no_such_function"])
+        resolve(["os.no_such_function"], table)
+    with pytest.raises(UserError, match="reward_funcs is empty"):
+        resolve([], table)
 
 
 def score(name: str, completion: str, **columns):
-    return REGISTRY[name]([completion], **{k: [v] for k, v in columns.items()})[0]
+    return FORMATS[name]([completion], **{k: [v] for k, v in columns.items()})[0]
 
 
 # --- format rewards shared by the tasks -------------------------------------------------------
@@ -177,7 +221,7 @@ def test_partial_format_agrees_with_open_r1_tag_count(completion, expected):
     ("tokens", "expected"), [(0, 0.0), (96, 0.0), (112, -0.5), (128, -1.0), (500, -1.0)]
 )
 def test_soft_overlong(tokens, expected):
-    func = resolve(["soft_overlong"], {"max_completion_length": 128})[0]
+    func = resolve(["soft_overlong"], FORMATS, {"max_completion_length": 128})[0]
     value = func(["x"], completion_ids=[[1] * tokens])[0]
     assert value == pytest.approx(expected)
 
@@ -190,12 +234,12 @@ def test_soft_overlong_is_trls_dapo_punishment():
     from trl.rewards import get_soft_overlong_punishment
 
     for limit in (1, 2, 7, 80, 128, 1000, 4096):
-        ours = resolve(["soft_overlong"], {"max_completion_length": limit})[0]
+        ours = resolve(["soft_overlong"], FORMATS, {"max_completion_length": limit})[0]
         trls = get_soft_overlong_punishment(limit, max(1, limit // 4))
         lengths = sorted({0, 1, *range(max(0, limit - limit // 4 - 3), limit + 4), 2 * limit})
         ids = [[7] * n for n in lengths]
         assert ours(["x"] * len(ids), completion_ids=ids) == trls(ids), limit
-    at_80 = resolve(["soft_overlong"], {"max_completion_length": 80})[0]
+    at_80 = resolve(["soft_overlong"], FORMATS, {"max_completion_length": 80})[0]
     values = at_80(["x"] * 3, completion_ids=[[1] * 50, [1] * 70, [1] * 90])
     assert values == [0.0, pytest.approx(-0.5), -1.0]
 
@@ -345,21 +389,20 @@ def test_a_reward_over_its_budget_scores_low_and_is_counted(caplog):
         assert metrics == [("rewards/budget_probe/timeouts", 0.0)]
     finally:
         logger.removeHandler(caplog.handler)
-        REGISTRY.pop("budget_probe")
 
 
 def test_recipe_settings_are_passed_in_never_module_state():
-    """A reward with parameters refuses to run without them, and no module of the package keeps
-    settings in a global that an earlier call could have left behind."""
+    """A reward with parameters refuses to run without them, and no module of the kit (its
+    starters included) keeps settings in a global that an earlier call could have left behind."""
     import ast
     from pathlib import Path
 
-    import {{ cookiecutter.package_name }} as package
+    import grpo_kit as package
 
     with pytest.raises(TypeError, match="needs the settings"):
-        REGISTRY["soft_overlong"](["x"], completion_ids=[[1]])
+        soft_overlong(["x"], completion_ids=[[1]])
     with pytest.raises(UserError, match="needs the settings"):
-        resolve(["soft_overlong"], {})
+        resolve(["soft_overlong"], FORMATS, {})
     for path in Path(package.__file__).parent.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         assert not any(isinstance(node, ast.Global) for node in ast.walk(tree)), path

@@ -22,8 +22,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-
-from {{ cookiecutter.package_name }}.sandbox import (
+from grpo_kit.sandbox import (
     MAX_OUTPUT_CHARS,
     CodeRun,
     Limits,

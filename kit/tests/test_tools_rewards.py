@@ -3,16 +3,27 @@ turns whose `tool_calls` TRL parsed, tool results (`{'error': ...}` when a call 
 the final turn."""
 
 import pytest
-
-from {{ cookiecutter.package_name }}.environments import execute
-from {{ cookiecutter.package_name }}.rewards import bind, call_like_trl
-from {{ cookiecutter.package_name }}.rewards.tools_rewards import (
+from conftest import chdir, rows_of, sample_recipe
+from grpo_kit.environments import execute
+from grpo_kit.rewards import bind, call_like_trl, resolve
+from grpo_kit.starters.tools.rewards import (
     tool_answer_correctness,
     tool_call_cost,
     tool_call_errors,
     tool_call_format,
 )
-from {{ cookiecutter.package_name }}.tasks import TASK
+from grpo_kit.starters.tools.task import TASK
+
+
+@pytest.fixture(scope="module")
+def recipe(projects):
+    """The tools project's recipe on its sample data."""
+    return sample_recipe(projects("tools"))
+
+
+@pytest.fixture(scope="module")
+def sample_rows(recipe):
+    return rows_of(recipe)
 
 
 def call(name: str, **arguments) -> dict:
@@ -89,14 +100,14 @@ def test_junk_completions_score_in_range(junk):
 def test_every_ideal_rollout_maxes_every_reward_and_runs_its_calls(recipe, sample_rows):
     """The sample rows' ideal rollouts: their calls really ran (no error results), and every
     reward of the recipe gives them the top of its range."""
-    from {{ cookiecutter.package_name }}.rewards import resolve
-
     rows = [dict(row) for row in sample_rows]
-    ideal = [TASK.ideal_completion(row, recipe.task) for row in rows]
+    with chdir(recipe.project.root):  # the lookup environment's corpus is the project's
+        ideal = [TASK.ideal_completion(row, recipe.task) for row in rows]
     for row, rollout in zip(rows, ideal, strict=True):
         results = [m["content"] for m in rollout if m["role"] == "tool"]
         assert results and not any(r.startswith("{'error'") for r in results), (row, results)
-    funcs = resolve(recipe.script.reward_funcs, recipe.reward_settings())
+    funcs = resolve(recipe.script.reward_funcs, TASK.reward_table, recipe.reward_settings())
+    assert [f.__name__ for f in funcs] == [r.name for r in TASK.rewards]
     for func in funcs:
         values = call_like_trl(func, ideal, rows)
         assert values == [func.reward_range.high] * len(rows), func.__name__

@@ -1,6 +1,7 @@
 """The Unsloth backend: import order, GPU-only settings refused on a CPU, and a merged model
 that plain transformers reloads and generates with. (On a GPU, `make gpu-check` runs the real
-path: UnslothGRPOTrainer, fast_inference, 4-bit.)"""
+path: UnslothGRPOTrainer, fast_inference, 4-bit.) Runs where Unsloth is installed (the
+template's suite gives it a virtual environment of its own); a project with backend "unsloth"."""
 
 import json
 import os
@@ -9,9 +10,14 @@ import sys
 
 import pytest
 
-from {{ cookiecutter.package_name }} import modeling
-from {{ cookiecutter.package_name }}.config import parse_recipe
-from {{ cookiecutter.package_name }}.tools import smoke
+pytest.importorskip("unsloth")
+
+from conftest import chdir, load, make_project  # noqa: E402
+from grpo_kit import backends  # noqa: E402
+from grpo_kit.errors import ModelError  # noqa: E402
+from grpo_kit.recipe import parse_recipe  # noqa: E402
+
+RECIPE = "configs/grpo.yaml"
 
 
 def cuda() -> bool:
@@ -20,39 +26,66 @@ def cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def test_unsloth_is_imported_before_trl_transformers_and_peft():
+@pytest.fixture(scope="module")
+def unsloth_root(tmp_path_factory):
+    """A math project trained with the Unsloth backend."""
+    return make_project(tmp_path_factory.mktemp("unsloth"), backend="unsloth")
+
+
+@pytest.fixture
+def in_unsloth_project(unsloth_root, monkeypatch):
+    monkeypatch.chdir(unsloth_root)
+    return load(unsloth_root)
+
+
+@pytest.fixture(scope="module")
+def unsloth():
+    """The backend's module (importing it imports unsloth first)."""
+    return backends.load("unsloth")
+
+
+def recipe_of(project, *argv: str, read_only: bool = False):
+    with chdir(project.root):
+        return parse_recipe(["--config", RECIPE, *argv], read_only=read_only, project=project)
+
+
+def test_unsloth_is_imported_before_trl_transformers_and_peft(in_unsloth_project, unsloth):
+    assert in_unsloth_project.backend == "unsloth"
     assert "unsloth" in sys.modules
-    assert modeling.BackendArguments.__dataclass_fields__.keys() >= {
+    assert backends.arguments("unsloth") is backends.UnslothArguments
+    assert backends.UnslothArguments.__dataclass_fields__.keys() >= {
         "max_seq_length",
         "fast_inference",
         "gpu_memory_utilization",
         "max_lora_rank",
     }
+    # The recipe of an Unsloth project holds the backend's fields.
+    assert isinstance(recipe_of(in_unsloth_project, "--smoke").backend, backends.UnslothArguments)
 
 
 @pytest.mark.parametrize(
     ("override", "named"),
     [("--fast_inference", "fast_inference: true"), ("--load_in_4bit", "load_in_4bit: true")],
 )
-def test_gpu_only_settings_are_refused_on_a_cpu(override, named):
+def test_gpu_only_settings_are_refused_on_a_cpu(override, named, in_unsloth_project, unsloth):
     if cuda():
         pytest.skip("this machine has a GPU")
-    recipe = parse_recipe(["--config", "configs/grpo.yaml", "--smoke", override, "true"])
-    with pytest.raises(modeling.ModelError, match=f"{named}.*need a CUDA GPU"):
-        modeling.check_gpu_packages(recipe)
+    recipe = recipe_of(in_unsloth_project, "--smoke", override, "true")
+    with pytest.raises(ModelError, match=f"{named}.*need a CUDA GPU"):
+        unsloth.check_gpu_packages(recipe)
 
 
-def test_several_training_processes_are_refused(monkeypatch):
-    recipe = parse_recipe(["--config", "configs/grpo.yaml", "--smoke"])
+def test_several_training_processes_are_refused(in_unsloth_project, unsloth, monkeypatch):
+    recipe = recipe_of(in_unsloth_project, "--smoke")
     monkeypatch.setenv("WORLD_SIZE", "2")  # after parsing: accelerate's state is process-wide
-    with pytest.raises(modeling.ModelError, match="one process.*backend=transformers"):
-        modeling.check_gpu_packages(recipe)
+    with pytest.raises(ModelError, match="one process.*backend=transformers"):
+        unsloth.check_gpu_packages(recipe)
 
 
-def test_full_finetuning_is_refused():
-    recipe = parse_recipe(["--config", "configs/grpo.yaml", "--smoke", "--use_peft", "false"])
-    with pytest.raises(modeling.ModelError, match="use_peft: true"):
-        modeling.trainer_model(recipe)
+def test_full_finetuning_is_refused(in_unsloth_project, unsloth):
+    recipe = recipe_of(in_unsloth_project, "--smoke", "--use_peft", "false")
+    with pytest.raises(ModelError, match="use_peft: true"):
+        unsloth.trainer_model(recipe)
 
 
 RELOAD = """
@@ -70,7 +103,9 @@ print(json.dumps({"new_tokens": out.shape[1] - ids["input_ids"].shape[1], "lora_
 """
 
 
-def test_merged_model_reloads_with_plain_transformers(tiny_model_dir, tmp_path):
+def test_merged_model_reloads_with_plain_transformers(in_unsloth_project, tiny_model_dir, tmp_path):
+    from grpo_kit.commands import smoke
+
     output = tmp_path / "smoke"  # never the user's outputs/smoke
     smoke.pipeline(["--model_name_or_path", str(tiny_model_dir), "--output_dir", str(output)])
     merged = output / "merged"
@@ -83,11 +118,12 @@ def test_merged_model_reloads_with_plain_transformers(tiny_model_dir, tmp_path):
     assert report == {"new_tokens": 5, "lora_keys": 0, "unsloth_loaded": False}
 
 
-def test_inference_falls_back_to_plain_generation_without_a_gpu(tmp_path):
+def test_inference_falls_back_to_plain_generation_without_a_gpu(
+    in_unsloth_project, unsloth, tmp_path
+):
     if cuda():
         pytest.skip("this machine has a GPU")
     (tmp_path / "adapter_config.json").write_text("{}", encoding="utf-8")
-    recipe = parse_recipe(["--config", "configs/grpo.yaml", "--fast_inference", "true"],
-                          read_only=True)  # fmt: skip
+    recipe = recipe_of(in_unsloth_project, "--fast_inference", "true", read_only=True)
     assert recipe.backend.fast_inference
-    assert modeling.fast_generator(tmp_path, recipe) is None
+    assert unsloth.fast_generator(tmp_path, recipe) is None

@@ -18,10 +18,6 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..callbacks.run_record import RECORD
-from ..errors import UserError
-from ..recipe import ScriptArguments, add_recipe_options, recipe_from
-from ..runner import run
 from ..callbacks.health import (
     HEALTH_LOG,
     TOOL_CALLS,
@@ -33,6 +29,10 @@ from ..callbacks.health import (
     training_rows,
     uses_tools,
 )
+from ..callbacks.run_record import RECORD
+from ..errors import UserError
+from ..recipe import ScriptArguments, add_recipe_options, recipe_from
+from ..runner import run
 
 # (file name, title, [(metric key, label)])
 PLOTS = (

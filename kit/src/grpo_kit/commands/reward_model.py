@@ -87,9 +87,7 @@ class RewardScriptArguments:
         default=SAMPLE_PREFERENCES,
         metadata={"help": "Hub id, or a local .jsonl/.csv/.parquet file of pairs"},
     )
-    dataset_config: str | None = field(
-        default=None, metadata={"help": "Hub dataset configuration"}
-    )
+    dataset_config: str | None = field(default=None, metadata={"help": "Hub dataset configuration"})
     dataset_train_split: str = field(
         default="train", metadata={"help": "split to train on (Hub datasets)"}
     )
@@ -120,8 +118,9 @@ class RewardScriptArguments:
     )
     system_prompt: str = field(
         default="",
-        metadata={"help": "as in configs/grpo.yaml: the reward model learns on the prompts GRPO "
-                  "scores"},  # fmt: skip
+        metadata={
+            "help": "as in configs/grpo.yaml: the reward model learns on the prompts GRPO scores"
+        },
     )
     as_chat: bool = field(
         default=True,

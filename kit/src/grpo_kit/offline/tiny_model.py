@@ -1,18 +1,18 @@
 """A tiny random model and tokenizer, built locally so every command can run offline.
 
-`grpo tiny-model OUT_DIR` writes a ~200k-parameter model of the same architecture family as the project's real model (so
-LoRA target modules match, and a vision-language checkpoint keeps its towers) and a byte-level
-BPE tokenizer trained on the sample data. The tokenizer carries the real model's chat template,
-read from the installed TRL package (`trl/chat_templates/`, TRL's exact copies of the templates
-checkpoints ship) or, for a model TRL ships none of, from `chat_templates/` here (the
-checkpoint's own), and the special tokens that template writes, so offline runs render prompts
-exactly as the real model would: prefilled `<think>`, folded system prompts, dated headers.
-GRPO uses the checkpoint's own template (TRL swaps in its `_training` variant when it trains
-tool calls and the own one is not prefix-preserving), so that is the one copied. For an agent
-task, smoke runs and tests build it with the recipe (`build_tiny_model(recipe=...)`): the
-tokenizer then also learns the text of its rollouts (system prompt, tool schemas, calls) and
-keeps the tool-call tags whole, so prompts stay short; this command builds the plain one. Point
-`model_name_or_path` at OUT_DIR to run train, merge or infer without the Hugging Face Hub.
+`grpo tiny-model OUT_DIR` writes a ~200k-parameter model of the same architecture family as the
+project's real model (so LoRA target modules match, and a vision-language checkpoint keeps its
+towers) and a byte-level BPE tokenizer trained on the sample data. The tokenizer carries the real
+model's chat template, read from the installed TRL package (`trl/chat_templates/`, TRL's exact
+copies of the templates checkpoints ship) or, for a model TRL ships none of, from `chat_templates/`
+here (the checkpoint's own), and the special tokens that template writes, so offline runs render
+prompts exactly as the real model would: prefilled `<think>`, folded system prompts, dated headers.
+GRPO uses the checkpoint's own template (TRL swaps in its `_training` variant when it trains tool
+calls and the own one is not prefix-preserving), so that is the one copied. For an agent task, smoke
+runs and tests build it with the recipe (`build_tiny_model(recipe=...)`): the tokenizer then also
+learns the text of its rollouts (system prompt, tool schemas, calls) and keeps the tool-call tags
+whole, so prompts stay short; this command builds the plain one. Point `model_name_or_path` at
+OUT_DIR to run train, merge or infer without the Hugging Face Hub.
 """
 
 from __future__ import annotations
