@@ -113,6 +113,19 @@ def in_project_root(project_root):
     os.chdir(previous)
 
 
+@pytest.fixture(autouse=True)
+def kit_logs_reach_caplog():
+    """A command run earlier in the worker (runner.show_progress_logs) gives the kit's logger its
+    own handler and stops it propagating; tests read warnings through caplog, on the root."""
+    import logging
+
+    logger = logging.getLogger("grpo_kit")
+    before = logger.propagate
+    logger.propagate = True
+    yield
+    logger.propagate = before
+
+
 def chdir(path: Path):
     """A context manager: run the block in `path` (session fixtures cannot use monkeypatch)."""
     import contextlib

@@ -201,7 +201,9 @@ def test_doctor_reports_the_reward_settings_and_the_sandbox_in_use(task, project
 
 
 def test_a_recipe_without_a_model_is_one_finding(no_gpu, tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(make_project(tmp_path, recipe=CPU_RECIPE))  # no model_name_or_path
+    recipe = CPU_RECIPE.replace("model_name_or_path: kit/test-model\n", "")
+    assert "model_name_or_path" not in recipe
+    monkeypatch.chdir(make_project(tmp_path, recipe=recipe))
     assert doctor.main(["--offline"]) == 1
     out = capsys.readouterr().out
     assert "names no model_name_or_path" in out and "Traceback" not in out

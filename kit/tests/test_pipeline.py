@@ -155,3 +155,21 @@ def test_two_process_distributed_training_on_cpu(tiny_model_dir, tmp_path):
     assert "training processes: 2" in result.stderr
     saved = {p.name for p in (tmp_path / "ddp").iterdir()}
     assert "adapter_model.safetensors" in saved or "model.safetensors" in saved
+
+
+def test_a_distributed_process_exits_without_the_interpreters_teardown(tmp_path, monkeypatch):
+    """A rank of a distributed run ends with os._exit once its work is flushed: the teardown that
+    frees the DDP reducer could deadlock with a gloo worker thread (issue: the 2-process run hung
+    at exit). A single process returns normally."""
+    from grpo_kit import training
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("max_prompt_length: 512\n", encoding="utf-8")
+    exits = []
+    monkeypatch.setattr(training.os, "_exit", exits.append)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    training.main(None, ["--config", str(bad)])
+    assert exits == [2]
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert training.main(None, ["--config", str(bad)]) == 2
+    assert exits == [2]

@@ -290,7 +290,25 @@ def run(
 
 
 def main(build_trainer: BuildTrainer | None = None, argv: Sequence[str] | None = None) -> int:
-    """A train command: `run` with one-line errors (exit code 2)."""
+    """A train command: `run` with one-line errors (exit code 2). A process of a distributed run
+    exits without the interpreter's teardown (`exit_now`)."""
     from .runner import run as run_command
 
-    return run_command(lambda args: run(build_trainer, args), argv)
+    code = run_command(lambda args: run(build_trainer, args), argv)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        exit_now(code)
+    return code
+
+
+def exit_now(code: int) -> None:
+    """End a distributed training process once its work is saved and its trackers closed, without
+    running the interpreter's teardown. That teardown frees the DDP reducer, whose gloo process
+    group joins its worker threads while holding the GIL; a worker still finishing an
+    asynchronous all-gather needs the GIL to release its tensor, so the two wait on each other
+    forever (seen: one rank of 2 hung at exit in about one CPU run in two, under load; py-spy
+    shows ~ProcessGroupGloo in std::thread::join and the worker in ~AsyncAllgatherWork waiting for
+    the GIL). Everything the run writes is written and flushed before this."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
