@@ -28,21 +28,22 @@ from grpo_template.tasks import TASKS  # noqa: E402
 
 MEASURE = r"""
 import json, subprocess, sys, time
-from {pkg} import data, rewards
-from {pkg}.config import parse_recipe
-from {pkg}.project import SAMPLE_DATA
-from {pkg}.rewards.base import call_like_trl
-from {pkg}.tasks import TASK
+from grpo_kit import data, rewards
+from grpo_kit.project import load
+from grpo_kit.recipe import parse_recipe
+from grpo_kit.rewards import call_like_trl
 
 seconds = float(sys.argv[1])
+TASK = load().task
+SAMPLE_DATA = TASK.data.sample
 recipe = parse_recipe(["--config", "configs/grpo.yaml", "--use_cpu", "true",
                        "--dataset_name", SAMPLE_DATA])
-rows = data.to_conversations(data.load_training_rows(recipe.script, recipe.task),
-                             recipe.script, recipe.task)
+rows = data.to_conversations(data.load_training_rows(recipe.script, recipe.task, TASK),
+                             recipe.script, recipe.task, TASK)
 batch = [rows[i % len(rows)] for i in range(16)]
 texts = [TASK.ideal_completion(row, recipe.task) for row in batch]
 name = recipe.script.reward_funcs[0]
-func = rewards.resolve([name], recipe.reward_settings())[0]
+func = rewards.resolve([name], TASK.reward_table, recipe.reward_settings())[0]
 call_like_trl(func, texts, batch)  # warm up (the code sandbox starts its workers)
 done, start = 0, time.perf_counter()
 while time.perf_counter() - start < seconds:
@@ -50,7 +51,7 @@ while time.perf_counter() - start < seconds:
     done += len(texts)
 result = {{"reward": name, "completions_per_s": done / (time.perf_counter() - start)}}
 if name == "code_correctness":
-    from {pkg} import sandbox
+    from grpo_kit import sandbox
     raw = [json.loads(line) for line in open(SAMPLE_DATA)]
     jobs = [(r["code"], r["test_list"], r["test_setup_code"]) for r in raw]
     for workers in (1, 2):

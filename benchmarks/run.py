@@ -1,4 +1,4 @@
-"""Benchmarks of the generated pipeline (figures, not tests): one command, one markdown table.
+"""Benchmarks of a generated project on grpo-kit (figures, not tests): one command, one table.
 
     python benchmarks/run.py [--runs 5] [--learn-steps 60] [--skip-matrix] [--with-tests]
 
@@ -104,11 +104,12 @@ def prepared_data(project: Path, out: Path) -> Path:
     """The sample data as the generated run trains on it (chat prompts + columns) in JSONL."""
     script = (
         "import json, sys\n"
-        f"from {PACKAGE} import data\n"
-        f"from {PACKAGE}.config import parse_recipe\n"
+        "from grpo_kit import data\n"
+        "from grpo_kit.recipe import parse_recipe\n"
         "r = parse_recipe(['--config', 'configs/grpo.yaml', '--smoke'])\n"
-        "rows = data.load_training_rows(r.script, r.task)\n"
-        "rows = data.to_conversations(rows, r.script, r.task)\n"
+        "task = r.project.task\n"
+        "rows = data.load_training_rows(r.script, r.task, task)\n"
+        "rows = data.to_conversations(rows, r.script, r.task, task)\n"
         "with open(sys.argv[1], 'w') as f:\n"
         "    for row in rows: f.write(json.dumps(row) + '\\n')\n"
     )
@@ -118,6 +119,7 @@ def prepared_data(project: Path, out: Path) -> Path:
 
 
 def generated_train(project: Path, output: Path, extra: list[str]) -> list[str]:
+    """The project's own train script (its train.py on grpo-kit), as `make train` runs it."""
     return [
         sys.executable, "-m", f"{PACKAGE}.train", "--config", "configs/grpo.yaml", "--smoke",
         "--output_dir", str(output), "--no-resume", *extra,
@@ -128,7 +130,7 @@ def bare_spec(project: Path, run_dir: Path, data: Path, out: Path) -> Path:
     record = json.loads((run_dir / "run_record.json").read_text())
     recipe = record["recipe"]
     names = recipe["reward_funcs"]
-    rewards = [n if "." in n else f"{PACKAGE}.rewards.{module_of(project, n)}.{n}" for n in names]
+    rewards = [n if "." in n else reward_path(project, n, recipe) for n in names]
     spec = {"recipe": {**recipe, "output_dir": str(out.parent / "bare-out")}, "data": str(data),
             "rewards": rewards, "skip": sorted(SKIP - {"output_dir"})}  # fmt: skip
     spec["recipe"]["report_to"] = "none"
@@ -137,11 +139,23 @@ def bare_spec(project: Path, run_dir: Path, data: Path, out: Path) -> Path:
     return path
 
 
-def module_of(project: Path, reward: str) -> str:
-    for path in (project / "src" / PACKAGE / "rewards").glob("*.py"):
-        if f"def {reward}(" in path.read_text():
-            return path.stem
-    raise SystemExit(f"reward {reward} not found")
+BOUND = "bench_rewards"  # a module of the benchmark project: the task's rewards, settings bound
+
+
+def reward_path(project: Path, reward: str, recipe: dict) -> str:
+    """A dotted path that bare TRL (and `trl grpo`) can call for one of the task's rewards: the
+    project's reward with the recipe settings it takes bound (grpo_kit.rewards.bind), written into
+    the project as `bench_rewards.py`."""
+    module = project / "src" / PACKAGE / f"{BOUND}.py"
+    if not module.is_file():
+        module.write_text(
+            "from grpo_kit.project import load\n"
+            "from grpo_kit.rewards import bind\n\n"
+            f"_settings = {{'max_completion_length': {recipe['max_completion_length']}}}\n"
+            "globals().update({name: bind(func, _settings) for name, func in "
+            "load().task.reward_table.items()})\n"
+        )
+    return f"{PACKAGE}.{BOUND}.{reward}"
 
 
 def trl_cli_recipe(project: Path, run_dir: Path, data: Path, folder: Path) -> Path:
@@ -159,7 +173,7 @@ def trl_cli_recipe(project: Path, run_dir: Path, data: Path, folder: Path) -> Pa
             "max_completion_length", "beta", "use_cpu", "bf16", "logging_steps", "seed",
             "optim", "warmup_steps", "reward_weights", "save_strategy")  # fmt: skip
     values = {k: recipe[k] for k in keys if k in recipe}
-    rewards = [f"{PACKAGE}.rewards.{module_of(project, n)}.{n}" for n in recipe["reward_funcs"]]
+    rewards = [reward_path(project, n, recipe) for n in recipe["reward_funcs"]]
     values.update(dataset_name=str(dataset), reward_funcs=rewards, report_to="none",
                   output_dir=str(folder / "trl-out"))  # fmt: skip
     path = folder / "trl_recipe.yaml"
@@ -197,7 +211,12 @@ def speed(project: Path, folder: Path, runs: int) -> list[tuple[str, str, str]]:
     return rows
 
 
-TOY_REWARD = "tests.test_learning.starts_with_a_target_token"
+# The learning test's toy task (kit/tests/test_learning.py): start the completion with a token of
+# a fixed 1/16 of the vocabulary. Written into the benchmark project as a module of its own.
+TOY_REWARD = f"{PACKAGE}.toy_reward.starts_with_a_target_token"
+TOY_MODULE = """def starts_with_a_target_token(completions, completion_ids, **kwargs):
+    return [1.0 if ids and ids[0] % 16 == 0 else 0.0 for ids in completion_ids]
+"""
 LEARN = ["--reward_funcs", TOY_REWARD, "--reward_weights", "1.0",
          "--num_generations", "8", "--per_device_train_batch_size", "16",
          "--max_completion_length", "8", "--lr_scheduler_type", "constant", "--warmup_steps",
@@ -214,6 +233,7 @@ def steps_to(rewards: list[float], target: float = 0.9, window: int = 5) -> int 
 
 def learning(project: Path, folder: Path, steps: int) -> list[tuple[str, str, str]]:
     env = {**ENV, "PYTHONPATH": f"{project / 'src'}:{project}", "OMP_NUM_THREADS": "2"}
+    (project / "src" / PACKAGE / "toy_reward.py").write_text(TOY_MODULE)
     extra = [*LEARN, "--max_steps", str(steps)]
     run_dir = folder / "learn-gen"
     elapsed, _ = timed(generated_train(project, run_dir, extra), project, env)
