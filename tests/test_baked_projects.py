@@ -63,6 +63,41 @@ def test_every_task_passes_make_test_and_make_smoke(cookies, variant):
         assert executed, smoke.stdout[-2000:]
         counts = dict(re.findall(r"(\w+) (\d+) \(", executed.group(1)))
         assert set(counts) == {"python", "lookup"} and all(int(n) > 0 for n in counts.values())
+    # The targets whose work depends on the task, on the smoke run, as the README documents them.
+    for target, extra in TASK_TARGETS:
+        result = make(project, target, extra=extra)
+        assert_ok(result)
+        assert "Traceback" not in result.stderr, target
+
+
+# Offline targets the generated README documents, each run as a user runs it after `make smoke`
+# (SMOKE=1: the smoke run's recipe), small. The task-dependent ones run in every task's cell;
+# the rest once, in the default project.
+TASK_TARGETS = (
+    ("reward-debug", ["ARGS=--limit 2"]),
+    ("evaluate", ["SMOKE=1", "ARGS=--limit 4 --max-new-tokens 8"]),
+    ("infer", ["SMOKE=1", "ARGS=--max-new-tokens 8"]),
+    ("filter", ["SMOKE=1", "ARGS=--k 2 --min 0 --limit 4 --max-new-tokens 8"]),
+)
+OTHER_TARGETS = (
+    ("report", ["SMOKE=1"]),
+    ("doctor", ["ARGS=--smoke --offline"]),
+    ("try", ["ARGS=--dataset_name data/sample_math.jsonl --max_steps 1"]),
+    ("stages", ["ARGS=--smoke --max_steps 1"]),
+    ("reward-model", ["ARGS=--smoke --max_steps 2"]),
+    ("merge", ["SMOKE=1", "ARGS=--overwrite --max-new-tokens 4"]),
+)
+
+
+def test_every_documented_target_runs_offline(default_project):
+    """The targets not already run per task, in the default project after its smoke run."""
+    check_smoke_output(default_project, make(default_project, "smoke"))
+    readme = (default_project / "README.md").read_text(encoding="utf-8")
+    for target, extra in OTHER_TARGETS:
+        assert f"`{target}`" in readme, target  # documented
+        result = make(default_project, target, extra=extra)
+        assert_ok(result)
+        assert "Traceback" not in result.stderr, target
 
 
 def test_every_task_is_in_the_grid():
