@@ -1,6 +1,7 @@
 """Code rewards on golden completions (MBPP- and HumanEval-style tests), the judge's semantics,
 and the data checks that run before any model loads."""
 
+import ast
 import dataclasses
 import json
 import re
@@ -10,7 +11,8 @@ from conftest import rows_of, sample_recipe
 from grpo_kit import data, sandbox
 from grpo_kit.rewards import call_like_trl, resolve
 from grpo_kit.starters.code.rewards import code_block_format
-from grpo_kit.starters.code.task import TASK, TaskArguments, reward_settings
+from grpo_kit.starters.code.task import SHOWN_TESTS, TASK, TaskArguments, reward_settings
+from grpo_kit.testing import hostile
 from grpo_kit.verify.code import code_blocks, parse_tests, program_for, unimplemented
 
 TESTS = json.dumps(["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(0, 5) == 5"])
@@ -137,6 +139,107 @@ def test_every_sample_reference_solution_gets_full_credit(recipe, sample_rows, c
     assert call_like_trl(correctness, ideal, rows) == [1.0] * len(rows)
     wrong = [text.replace("return", "return None and") for text in ideal]
     assert max(call_like_trl(correctness, wrong, rows)) < 1.0
+
+
+# --- graded on tests the prompt does not show (issue 25 #3) -------------------------------------
+
+
+def shown_tests(row: dict) -> list[str]:
+    """The asserts the row's prompt shows (its user message's `assert` lines)."""
+    message = row["prompt"][-1]["content"]
+    return [line.strip() for line in message.splitlines() if line.startswith("assert ")]
+
+
+def lookup_table(tests: list[str]) -> str:
+    """A program that only knows the shown `assert f(args) == value` examples: it answers those
+    calls from a table and raises on any input it has not seen (what a policy learns when the
+    prompt shows the tests it is graded on)."""
+    table, name = [], ""
+    for test in tests:
+        check = ast.parse(test).body[0].test
+        call, expected = check.left, check.comparators[0]
+        name = call.func.id
+        args = ", ".join(ast.unparse(a) for a in call.args)
+        table.append(f"    if list(args) == [{args}]:\n        return {ast.unparse(expected)}\n")
+    body = "".join(table)
+    return f"def {name}(*args):\n{body}    raise ValueError('not in the table')\n"
+
+
+def test_the_prompt_shows_one_example_and_the_grade_uses_every_test(recipe, sample_rows):
+    for row in sample_rows:
+        shown = shown_tests(row)
+        graded = json.loads(row["answer"]) + json.loads(row["extra_tests"])
+        assert len(shown) == SHOWN_TESTS == 1 and shown[0] == graded[0].strip()
+        assert len(graded) >= 3 and not any(t.strip() in shown for t in graded[1:])
+    challenged = [r for r in sample_rows if json.loads(r["extra_tests"])]
+    assert len(challenged) == 4  # MBPP rows 11, 16, 20 and 23 have challenge tests
+
+
+def test_a_lookup_table_of_the_shown_example_earns_no_full_credit(sample_rows, correctness):
+    """Acceptance: on every sample MBPP row a program built from the example its prompt shows
+    scores below 0.5 (it scored 1.0 on all 24 when the prompt listed every graded test), while
+    the reference solutions still score 1.0
+    (test_every_sample_reference_solution_gets_full_credit)."""
+    rows = list(sample_rows)
+    programs = [answer(lookup_table(shown_tests(row))) for row in rows]
+    scores = call_like_trl(correctness, programs, rows)
+    assert all(0 < value < 0.5 for value in scores), scores  # it passes its own example only
+
+
+def test_challenge_tests_are_graded(correctness):
+    """A program that passes `test_list` but not the hidden challenge tests loses credit."""
+    tests = json.dumps(["assert remove_Occ('hello', 'l') == 'heo'"])
+    extra = json.dumps(["assert remove_Occ('', 'l') == ''"])
+    naive = answer("def remove_Occ(s, ch):\n    return s[:2] + s[4] if s else 1 / 0")
+    assert score(correctness, naive, tests) == 1.0
+    assert score(correctness, naive, tests, extra_tests=extra) == 0.5
+    assert score(correctness, naive, tests, extra_tests="[]") == 1.0
+
+
+def test_bad_challenge_tests_are_data_errors(recipe, tmp_path):
+    good = row(["assert add(1, 1) == 2"], challenge_test_list=["assert add(0, 0) == 0"])
+    bad = row(["assert add(1, 1) == 2"], challenge_test_list=["add(0, 0)"])
+    path = write(tmp_path, [good, bad])
+    script = dataclasses.replace(recipe.script, dataset_name=path)
+    message = "row 2: column 'challenge_test_list', test 1 has no assert"
+    with pytest.raises(data.DataError, match=re.escape(message)):
+        data.load_training_rows(script, recipe.task, TASK)
+    data.load_training_rows(dataclasses.replace(script, dataset_name=write(tmp_path, [good])),
+                            recipe.task, TASK)  # fmt: skip
+
+
+# --- the trainer's side of a completion cannot fail its batch (issue 25 #4) ---------------------
+
+
+@pytest.mark.parametrize(
+    "hostile_program",
+    ["x = " + "-" * 3000 + "1", "x = " + "-" * 100_000 + "1", "(" * 300 + ")" * 300],
+    ids=["RecursionError", "MemoryError", "SyntaxError"],
+)
+def test_a_program_python_cannot_parse_scores_zero_alone(correctness, hostile_program):
+    """With a stub (HumanEval rows), the trainer parses the completion's block to see whether
+    it holds the whole function; Python's parser raises RecursionError or MemoryError on some
+    texts. That completion scores 0, its batch neighbours keep their scores."""
+    stub = 'def square(x):\n    """The square of x."""\n'
+    tests = "def check(candidate):\n    assert candidate(3) == 9\n"
+    good = answer("def square(x):\n    return x * x")
+    completions = [good, answer(hostile_program), good]
+    metrics = []
+    columns = {"entry_point": ["square"] * 3, "stub": [stub] * 3}
+    log = metrics.append
+    values = correctness(completions, answer=[tests] * 3, log_metric=lambda *i: log(i), **columns)
+    assert values == [1.0, 0.0, 1.0]
+    assert ("rewards/code_correctness/errors", 0.0) in metrics  # parsed as "does not parse"
+
+
+def test_fences_followed_by_a_megabyte_of_blanks_are_read_in_linear_time():
+    """Issue 25 #9: the fence patterns are possessive, so "```" and a long run of blanks without
+    a newline cannot backtrack (1 MB here; the timing is test_reward_fuzz's, on these shapes)."""
+    shapes = hostile(1_000_000)
+    assert {"fence then blanks", "tagged fence then blanks"} <= set(shapes)
+    for shape in ("fence then blanks", "tagged fence then blanks"):
+        assert code_blocks(shapes[shape]) == []
+        assert code_blocks(shapes[shape][:1000] + "\nx = 1\n```") == ["x = 1\n"]
 
 
 # --- what the judge compares: values, whatever their type, never the program's objects ---------

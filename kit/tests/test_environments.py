@@ -6,10 +6,12 @@ sandbox's own reason (install bubblewrap and allow user namespaces to run them).
 
 import asyncio
 import csv
+import dataclasses
 import importlib.util
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -20,15 +22,19 @@ from grpo_kit.environments import (
     PythonEnvironment,
     ToolError,
     ToolSettings,
+    budget_figures,
     clip,
     execute,
+    execute_turn,
     factories,
+    is_budget_cut,
     is_error,
     lookup_env,
     tool_calls,
     tool_dict,
     tool_methods,
 )
+from grpo_kit.environments import python_env as python_module
 from grpo_kit.errors import DataError, UserError
 from grpo_kit.starters.tools.task import ENVIRONMENTS
 from transformers.utils import get_json_schema
@@ -67,6 +73,11 @@ def tiny_tokenizer(request, tmp_path_factory):
 
 def call(name: str, **arguments) -> dict:
     return {"type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def run(environment: PythonEnvironment, code: str) -> str:
+    """One `run_python` call on its own (a turn of one call), as a plain function call."""
+    return asyncio.run(environment.run_python(code))
 
 
 def sandbox_limits(**fields) -> sandbox.Limits:
@@ -208,6 +219,11 @@ def test_execute_follows_trls_tool_loop():
     loop = source[source.index("def _tool_call_loop") :]
     loop = loop[: loop.index("\n    def ")]
     for fragment in (
+        # execute_turn: plain tools in order, then the async ones gathered, their results after
+        'async_coros.append((name, async_tool_dict[name](**function["arguments"])))',
+        "results = await asyncio.gather(*coros, return_exceptions=True)",
+        "if isinstance(result, Exception):",
+        'tool_call_results.append((name, {"error": str(result)}))',
         'raise ValueError(f"Tool {name} not found.")',
         'result = {"error": str(e)}',
         '{"error": f"Unsupported tool call type: {tool_call[\'type\']}"}',
@@ -293,16 +309,137 @@ def test_settings_are_checked():
         ToolSettings(tool_output_chars=0)
     with pytest.raises(UserError, match="search_results must be"):
         ToolSettings(search_results=0)
+    with pytest.raises(UserError, match="tool_turn_seconds must be more than 0"):
+        ToolSettings(tool_turn_seconds=0)
+    with pytest.raises(UserError, match="tool_rollout_seconds must be more than 0"):
+        ToolSettings(tool_rollout_seconds=-1)
+
+
+def test_execute_turn_runs_a_turn_as_trl_does():
+    """Plain tools one after another, then the async tools gathered (their messages after the
+    plain ones, as TRL appends them), errors in TRL's form wherever they happen."""
+    order = []
+
+    async def slow(x: int) -> str:
+        order.append(f"start {x}")
+        await asyncio.sleep(0)
+        order.append(f"end {x}")
+        return f"slow {x}"
+
+    async def broken() -> str:
+        raise ToolError("broke")
+
+    def plain(x: int) -> str:
+        order.append(f"plain {x}")
+        return f"plain {x}"
+
+    tools = {"slow": slow, "broken": broken, "plain": plain}
+    calls = [call("slow", x=1), call("plain", x=2), call("slow", x=3), call("broken"),
+             call("slow", y=1), call("nope")]  # fmt: skip
+    contents = [m["content"] for m in execute_turn(tools, calls)]
+    assert contents[0] == "plain 2"
+    assert is_error(contents[1]) and "unexpected keyword argument 'y'" in contents[1]
+    assert contents[2:] == [
+        str({"error": "Tool nope not found."}),
+        "slow 1",
+        "slow 3",
+        str({"error": "broke"}),
+    ]
+    assert order == ["plain 2", "start 1", "start 3", "end 1", "end 3"]  # together
+
+
+# --- the tools' time: a turn's calls together, budgets per turn and rollout (issue 25 #1) --------
+
+
+def test_the_calls_of_one_turn_run_together_on_the_workers(monkeypatch):
+    """A turn's run_python calls reach the sandbox as one batch, in waves of one program per
+    worker, instead of one program after another."""
+    limits = sandbox_limits(workers=2)
+    batches = []
+    real = python_module.run_programs
+
+    def recorded(sources, limits, max_output_chars, wall_seconds):
+        batches.append(len(sources))
+        return real(sources, limits, max_output_chars, wall_seconds)
+
+    monkeypatch.setattr(python_module, "run_programs", recorded)
+    environment = PythonEnvironment(ToolSettings(sandbox=limits))
+    calls = [call("run_python", code=f"print({n} * 2)") for n in range(5)]
+    messages = execute_turn(tool_dict(environment), calls)
+    assert [m["content"] for m in messages] == ["0", "2", "4", "6", "8"]
+    assert batches == [2, 2, 1]
+    assert (environment.calls, environment.failures) == (5, 0)
+
+    # As GRPOTrainer runs them: the coroutines made in its thread, gathered on its event loop
+    # in a daemon thread (trl.trainer.utils), the results awaited from the training thread.
+    from trl.trainer.utils import shutdown_event_loop_in_daemon, start_event_loop_in_daemon
+
+    thread, loop, ready = start_event_loop_in_daemon(name="test-async-tools")
+    ready.wait()
+    try:
+        batches.clear()
+        coroutines = [environment.run_python(code=f"print({n})") for n in range(3)]
+
+        async def together():
+            return await asyncio.gather(*coroutines, return_exceptions=True)
+
+        results = asyncio.run_coroutine_threadsafe(together(), loop).result()
+    finally:
+        shutdown_event_loop_in_daemon(thread, loop)
+    assert results == ["0", "1", "2"] and batches == [2, 1]
+
+
+def test_a_flood_of_endless_calls_ends_within_the_rollout_budget():
+    """Acceptance: one turn of 20 `while 1: 0` calls (a 640-token completion holds about that
+    many) ends within the rollout's tool time, not after 20 sandbox timeouts; the calls not run
+    are errors the rewards see (tool_call_errors) and counted (tools/budget_cuts)."""
+    from grpo_kit.starters.tools.rewards import tool_call_errors
+
+    settings = ToolSettings(sandbox=sandbox_limits(workers=2), tool_rollout_seconds=3.0)
+    environment = PythonEnvironment(settings)
+    ready = [call("run_python", code="print('up')")] * 2
+    execute_turn(tool_dict(environment), ready)  # both workers started before the clock does
+    environment.reset()
+    calls = [call("run_python", code="while 1: 0")] * 20
+    start = time.monotonic()
+    messages = execute_turn(tool_dict(environment), calls)
+    elapsed = time.monotonic() - start
+    assert elapsed < settings.tool_rollout_seconds + 0.5  # 20 x 5 s = 100 s before
+    contents = [m["content"] for m in messages]
+    timed_out = [c for c in contents if "ran out of the rollout's time (3 s" in c]
+    cuts = sum(is_budget_cut(c) for c in contents)
+    # Every call is cut by the budget: the first ones stopped while running, the rest not run.
+    assert all(is_error(c) for c in contents) and len(timed_out) >= 2
+    assert cuts == environment.episode_budget_cuts == 20
+    assert 20 - len(timed_out) >= 10
+    rollout = [{"role": "assistant", "content": "", "tool_calls": calls}, *messages]
+    metrics = []
+    assert tool_call_errors([rollout], log_metric=lambda *i: metrics.append(i)) == [-1.0]
+    assert ("tools/budget_cuts", float(cuts)) in metrics
+    assert budget_figures(rollout) == {"tools/budget_cuts": float(cuts)}
+    environment.reset()  # a new rollout has its own time
+    assert run(environment, "print(1)") == "1"
+
+
+def test_the_rollout_budget_covers_every_tool(lookup):
+    """Calls of any tool stop being run once the rollout's tool time is spent."""
+    settings = dataclasses.replace(lookup.settings, tool_rollout_seconds=1e-9)
+    environment = LookupEnvironment(settings)
+    assert environment.open("quell-light").startswith("Quell Light")  # time left: it runs
+    cut = execute(tool_dict(environment), call("search", query="harbour"))["content"]
+    assert is_budget_cut(cut) and "make fewer calls" in cut
+    assert (environment.episode_budget_cuts, environment.failures) == (1, 1)
+    environment.reset()
+    assert environment.search("harbour")  # a new rollout
+    assert not is_budget_cut(str({"error": "no document 'x'; use an id from search"}))
 
 
 # --- python: run_python in the code sandbox -------------------------------------------------
 
 
 def test_run_python_returns_what_the_program_prints(python_env):
-    assert python_env.run_python("import math\nprint(math.comb(10, 3))\nprint('done')") == (
-        "120\ndone"
-    )
-    assert python_env.run_python("x = 1") == "(no output: print the result)"
+    assert run(python_env, "import math\nprint(math.comb(10, 3))\nprint('done')") == ("120\ndone")
+    assert run(python_env, "x = 1") == "(no output: print the result)"
     assert (python_env.calls, python_env.failures, python_env.episode_calls) == (2, 0, 2)
 
 
@@ -311,37 +448,90 @@ def test_run_python_errors_reach_the_model_as_trl_errors(python_env):
     message = execute(tools, call("run_python", code="print('partial')\n1 / 0"))
     assert message["content"] == str({"error": "ZeroDivisionError: division by zero"})
     with pytest.raises(ToolError, match="SyntaxError"):
-        python_env.run_python("print(")
+        run(python_env, "print(")
     assert (python_env.calls, python_env.failures, python_env.episode_failures) == (2, 2, 2)
 
 
 def test_nothing_carries_over_between_calls(python_env):
-    python_env.run_python("x = 5\nopen('note', 'w').write('hi')")
+    run(python_env, "x = 5\nopen('note', 'w').write('hi')")
     with pytest.raises(ToolError, match="NameError"):
-        python_env.run_python("print(x)")
+        run(python_env, "print(x)")
     with pytest.raises(ToolError, match="FileNotFoundError"):
-        python_env.run_python("print(open('note').read())")
+        run(python_env, "print(open('note').read())")
 
 
 def test_run_python_times_out():
     environment = PythonEnvironment(ToolSettings(sandbox=sandbox_limits(timeout=1.0)))
-    with pytest.raises(ToolError, match="^timed out after 1 s$"):
-        environment.run_python("while True:\n    pass")
+    with pytest.raises(ToolError, match=r"^timed out \(1 CPU seconds\)$"):
+        run(environment, "while True:\n    pass")
     assert environment.failures == 1
+
+
+def test_a_program_late_in_a_turn_keeps_its_full_cpu_timeout(monkeypatch):
+    """The time left in the turn caps a program's wall-clock time, not its CPU timeout: after a
+    call that used most of a 3 s turn, the next program still runs with the configured 5 CPU
+    seconds (its CPU rlimit says so; it was cut to about 0.6 s before), and the sandbox gets the
+    time left as `wall_seconds`."""
+    limits = sandbox_limits(timeout=5.0, workers=1)
+    settings = ToolSettings(sandbox=limits, tool_turn_seconds=3.0)
+    environment = PythonEnvironment(settings)
+    run(environment, "print('up')")  # the worker started before the turn's clock does
+    passed = []
+    real = python_module.run_programs
+
+    def recorded(sources, limits, max_output_chars, wall_seconds):
+        passed.append((limits, wall_seconds))
+        return real(sources, limits, max_output_chars, wall_seconds)
+
+    monkeypatch.setattr(python_module, "run_programs", recorded)
+    calls = [
+        call("run_python", code="import time\ntime.sleep(1)\nprint('slept')"),
+        call(
+            "run_python", code="import resource\nprint(resource.getrlimit(resource.RLIMIT_CPU)[0])"
+        ),
+    ]
+    contents = [m["content"] for m in execute_turn(tool_dict(environment), calls)]
+    assert contents[0] == "slept"
+    assert int(contents[1]) > limits.timeout  # the harness's CPU rlimit: the timeout + 1 s
+    assert [given for given, _ in passed] == [limits, limits]  # the same limits, the same workers
+    first, late = (wall for _, wall in passed)
+    assert late < first - 1.0 and first <= settings.tool_turn_seconds
+
+
+@pytest.mark.parametrize(
+    ("turn", "rollout", "which"), [(1.5, 30.0, "turn"), (15.0, 1.5, "rollout")]
+)
+def test_an_endless_program_is_cut_when_its_turns_time_runs_out(turn, rollout, which):
+    """With a CPU timeout longer than the turn (or the rollout's time left), an endless program
+    is stopped at the time left, and the model is told which time it ran out of."""
+    settings = ToolSettings(sandbox=sandbox_limits(timeout=30.0), tool_turn_seconds=turn,
+                            tool_rollout_seconds=rollout)  # fmt: skip
+    environment = PythonEnvironment(settings)
+    run(environment, "print('up')")  # the worker started before the clock does
+    environment.reset()
+    start = time.monotonic()
+    with pytest.raises(ToolError) as raised:
+        run(environment, "while 1: 0")
+    assert time.monotonic() - start < 1.5 + 1.0  # the CPU timeout would be 30 s
+    assert (
+        str(raised.value)
+        == f"ran out of the {which}'s time (1.5 s for all of a {which}'s tool calls)"
+    )
+    assert environment.failures == 1 and environment.episode_budget_cuts == 1
 
 
 def test_long_output_is_cut_with_a_marker(limits):
     environment = PythonEnvironment(ToolSettings(sandbox=limits, tool_output_chars=40))
-    assert environment.run_python("print('x' * 40)") == "x" * 40
-    assert environment.run_python("print('y' * 41)") == "y" * 40 + "\n[... cut at 40 characters]"
-    endless = environment.run_python("while True:\n    print('z' * 1000)")  # stopped, not timed out
+    assert run(environment, "print('x' * 40)") == "x" * 40
+    assert run(environment, "print('y' * 41)") == "y" * 40 + "\n[... cut at 40 characters]"
+    endless = run(environment, "while True:\n    print('z' * 1000)")  # stopped, not timed out
     assert endless == "z" * 40 + "\n[... cut at 40 characters]"
 
 
 def test_reset_starts_an_episode(python_env):
-    python_env.run_python("print(1)")
+    run(python_env, "print(1)")
     with pytest.raises(ToolError):
-        python_env.run_python("raise ValueError('bad')")
+        run(python_env, "raise ValueError('bad')")
     assert python_env.reset(question="q", answer="1", prompt=[]) is None
     assert (python_env.episode_calls, python_env.episode_failures) == (0, 0)
     assert (python_env.calls, python_env.failures) == (2, 1)
@@ -385,6 +575,29 @@ def test_lookup_output_is_cut_with_a_marker():
     short = LookupEnvironment(ToolSettings(sandbox=LIMITS, tool_output_chars=30))
     assert short.open("ivel").endswith("\n[... cut at 30 characters]")
     assert len(short.search("Ivel orchards")) == 30 + len("\n[... cut at 30 characters]")
+
+
+def test_tool_messages_never_echo_a_whole_argument(lookup):
+    """Issue 25 #10: a 10,000-character argument came back whole in "no document ..." (10,041
+    characters); every message, errors included, is cut to tool_output_chars."""
+    limit = lookup.settings.tool_output_chars
+    marker = len(f"\n[... cut at {limit} characters]")
+    tools = tool_dict(lookup)
+    for name, argument in (("open", "doc_id"), ("search", "query")):
+        content = execute(tools, call(name, **{argument: "zq" * 5000}))["content"]
+        assert len(content) <= limit + marker + len(str({"error": ""})), (name, len(content))
+        assert "zqzq" in content and "..." in content
+    short = LookupEnvironment(ToolSettings(sandbox=LIMITS, tool_output_chars=20))
+    with pytest.raises(ToolError) as error:
+        short.open("x" * 10_000)
+    assert str(error.value) == "no document 'xxxxxxx\n[... cut at 20 characters]"
+
+
+def test_program_errors_are_cut_too(limits):
+    environment = PythonEnvironment(ToolSettings(sandbox=limits, tool_output_chars=40))
+    with pytest.raises(ToolError) as error:
+        run(environment, "raise ValueError('v' * 10_000)")
+    assert str(error.value) == "ValueError: " + "v" * 28 + "\n[... cut at 40 characters]"
 
 
 def write_corpus(path: Path, documents: list[dict]) -> str:

@@ -96,7 +96,7 @@ def test_json_only(completion, expected):
 
 def test_deeply_nested_json_scores_without_crashing():
     deep = "[" * 100_000 + "]" * 100_000
-    assert find_json(deep)[0] is not None or find_json(deep)[0] is None
+    find_json(deep)  # returns (no RecursionError), whatever it finds
     assert score("json_field_match", deep, answer=deep) in (0.0, None)
     assert score("json_schema_valid", deep, schema=SCHEMA) in (0.0, 0.25)
 
@@ -314,15 +314,18 @@ def test_a_backtracking_schema_pattern_is_cut_by_the_time_budget():
     row = {"prompt": [], "schema": schema, "answer": "{}"}
     metrics = []
     func = json_schema_valid
-    start = time.monotonic()
+    start = time.thread_time()  # budgets count CPU time: a loaded host does not change this
     columns = {"schema": [schema, schema], "answer": ["{}", "{}"]}
     values = func(
         ['{"id": "' + "a" * 40 + '!"}', '{"id": "aaaa"}'],
         log_metric=lambda name, value: metrics.append((name, value)),
         **columns,
     )
-    elapsed = time.monotonic() - start
+    elapsed = time.thread_time() - start
     assert values == [0.0, 1.0]
     assert elapsed < SCHEMA_BUDGET_S + 2.0
-    assert metrics == [("rewards/json_schema_valid/timeouts", 1.0)]
+    assert metrics == [
+        ("rewards/json_schema_valid/timeouts", 1.0),
+        ("rewards/json_schema_valid/errors", 0.0),
+    ]
     assert call_like_trl(func, ['{"id": "aa"}'], [row]) == [1.0]

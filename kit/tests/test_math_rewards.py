@@ -3,7 +3,6 @@
 they do not deserve, and the time budget."""
 
 import json
-import re
 import threading
 import time
 
@@ -59,7 +58,9 @@ def test_every_gsm8k_gold_answer_as_boxed_gets_full_credit_and_a_wrong_number_no
         ("<think>..</think><answer>18.</answer>", "#### 18", 1.0),
         ("<think>..</think><answer>-7</answer>", "#### -7", 1.0),
         ("The answer is 70,000.", "#### 70000", 1.0),
-        ("He pays $5 an hour, so $40 in all.", "#### 40", 1.0),
+        # A number in running text is not marked as the answer (see test_free_text_...).
+        ("He pays $5 an hour, so $40 in all.", "#### 40", 0.0),
+        ("He pays $5 an hour, so the answer is $40.", "#### 40", 1.0),
         ("<answer>17</answer>", "#### 18", 0.0),
         ("<answer>\\frac{2}{4}</answer>", "\\frac{1}{2}", 1.0),
         ("<answer>0.5</answer>", "\\frac{1}{2}", 1.0),
@@ -184,287 +185,118 @@ def test_the_ideal_completion_of_a_math_style_gold_gets_full_credit(gold):
 
 # --- peers' expectations ---------------------------------------------------------------------
 
-# Cases of huggingface/Math-Verify tests/test_all.py (its parametrize tables, as (gold,
-# prediction, expected); the tables' names are kept as comments). The prediction is scored as a
-# whole completion, so these check where the answer is found as well as how it is compared.
-# Left out: the cases that need other verify settings (precision, set relations), answers over
-# 160 characters, and the deliberate differences in MATH_VERIFY_DIFFERENCES below.
-MATH_VERIFY = [
-    # test_number_extraction
-    ("-5", "-5", 1),
-    ("7425000", "7,425,000", 1),
-    ("1000", "1 000", 1),
-    ("1000", "1000.0", 1),
-    ("1000.0", "1,000.0", 1),
-    ("0.4", ".4", 1),
-    ("1000.99", "1,000.99", 1),
-    ("1000.99", "1,000.99", 1),
-    ("1000.99", "$1,000.99", 1),
-    ("1000.99", "1,000.99$", 1),
-    ("1000.99", "the number is not 10 which is 1,000.99€", 1),
-    ("1000.99", "the number is not 10 which is 1,000.99€", 1),
-    ("0,111", "0.111", 1),
-    ("2", "AZYUK2A", 0),
-    # test_simple_fraction_notation
-    ("10/9", "\\frac{10}{9}", 1),
-    ("-10/9", "-\\frac{10}{9}", 1),
-    # test_sets_handling
-    ("$[0,1)$", "$[0,1)$", 1),
-    ("$[0,1)$", "$[0,1)$", 1),
-    ("$[0,9)$", "$[0,1)$", 0),
-    ("$(0,9)$", "$[0,9)$", 0),
-    ("$1$", "$-[0,1)$", 0),
-    # test_latex_notation
-    ("$9$", "Answer \\[ 9 \\]", 1),
-    ("$9$", "Answer $ 9 $", 1),
-    ("$9$", "Answer $$ 9 $$", 1),
-    ("$9$", "Answer \\( 9 \\)", 1),
-    ("$10$", "Answer \\( (9+1) \\)", 1),
-    ("$9$", "Answer \\[ \n 9 \n \\]", 1),
-    ("$9$", "Answer $$ \n 9 \n $$", 1),
-    ("$10/9$", "Answer $ \\frac{1}{2} \\$ = \\frac{10}{9} $", 1),
-    ("$1/3$", "$\\frac13 $", 1),
-    ("$1$", "$\\frac3{3} $", 1),
-    ("$\\sqrt{3}$", "$\\sqrt3 $", 1),
-    ("$1/3$", "$\\cfrac{1}{3} $", 1),
-    ("$1/3$", "$\\dfrac{1}{3} $", 1),
-    ("$1/3$", "$\\tfrac{1}{3} $", 1),
-    ("$1/3$", "$ 1/3 $", 1),
-    ("$1/3$", "$\\left( \\frac{1}{3} \\right)$", 1),
-    ("$1/3$", "$\\boxed{\\frac{1}{3}}$", 1),
-    ("$1/3$", "$\\frac{1}{3} \\text{meters}$", 1),
-    ("$1/3$", "$\\frac{1}{3} \\textbf{meters}$", 1),
-    ("$1/3$", "$k = \\frac{1}{3}$", 1),
-    ("$1/3$", "$\\frac{1}{3} \\textbf{meters}$", 1),
-    # test_percent_notation
-    ("$28\\%$", "28 percent", 1),
-    ("$28\\%$", "28 pct", 1),
-    ("$28\\%$", "28 %", 1),
-    ("$28\\%$", "$28$ %", 1),
-    ("$28\\%$", "$28$ percent", 1),
-    ("$28\\%$", "$\\boxed{28}$ pct", 1),
-    ("$28\\%$", "$\\boxed{28 pct}", 1),
-    ("$28\\%$", "$\\boxed{28 percent}", 1),
-    ("$28\\%$", "$\\boxed{28 percentage}", 1),
-    # test_latex_notation_math
-    (
-        "$2-2p$",
-        (
-            "Since $x<2$, it follows that $|x-2|=2-x$. If $2-x=p$, then $x=2-p$. Thus "
-            "$x-p=\\boxed{2-2p}$."
-        ),
-        1,
-    ),
-    (
-        "\\boxed{\n\\begin{pmatrix} 0 & 3 \\\\ 0 & -1 \\end{pmatrix}\n}.\n\\end{align*}",
-        "\\boxed{\n\\begin{pmatrix} 0 & 3 \\\\ 0 & -1 \\end{pmatrix}\n}.\n\\end{align*}",
-        1,
-    ),
-    (
-        "$\\frac{14}{3}$",
-        (
-            "$f(-2)+f(-1)+f(0)=\\frac{3(-2)-2}{-2-2}+\\frac{3(-1)-2}{-1-2}+"
-            "\\frac{3(0)-2}{0-2}=\\frac{-8}{-4}+\\frac{-5}{-3}+\\frac{-2}{-2}"
-            "=2+\\frac{5}{3}+1=\\boxed{\\frac{14}{3}}$"
-        ),
-        1,
-    ),
-    (
-        "$2$",
-        (
-            "Of the two-digit perfect squares, only $4^2=16$ and $6^2=36$ end in $6$. "
-            "Thus, there are $\\boxed{2}$ distinct possible values for $B$."
-        ),
-        1,
-    ),
-    (
-        "$90^\\circ$",
-        (
-            "Therefore, \\begin{align*} \\angle BAC &= \\angle BAD + \\angle DAC \\\\ &= "
-            "50^\\circ+40^\\circ \\\\ &= \\boxed{90^\\circ}. \\end{align*}"
-        ),
-        1,
-    ),
-    (
-        "$1 \\pm \\sqrt{19}$",
-        (
-            "This simplifies to $64y + 1920 = 0,$ so $y = -30.$ Then $x^2 - 2x - 48 = "
-            "-30,$ or $x^2 - 2x - 18 = 0.$ By the quadratic formula, $x = \\boxed{1 \\pm "
-            "\\sqrt{19}}.$"
-        ),
-        1,
-    ),
-    (
-        "$3 \\pm 2 \\sqrt{2}$",
-        (
-            "This gives us $x^2 + 1 = 6x,$ or $x^2 - 6x + 1 = 0.$ By the quadratic "
-            "formula, the roots are $x = \\boxed{3 \\pm 2 \\sqrt{2}}.$"
-        ),
-        1,
-    ),
-    (
-        "$\\{1\\pm\\sqrt{5},-2\\}$",
-        (
-            "The roots of $P(x)$ are $-2$ and $1 \\pm \\sqrt{5}$, so the answer is "
-            "$\\boxed{\\{1\\pm\\sqrt{5},-2\\}}.$"
-        ),
-        1,
-    ),
-    (
-        "$2 \\sin b \\cos a$",
-        "By sum-to-product,\n\\[\\sin (a + b) - \\sin (a - b) = \\boxed{2 \\sin b \\cos a}.\\]",
-        1,
-    ),
-    ("$125$ miles", "The distance is $\\boxed{125\\textnormal{ miles}}.$", 1),
-    (
-        "$[-1, -\\frac{1}{2}) \\cup (-\\frac{1}{2}, 0) \\cup (0, 1) \\cup (1, \\infty)$",
-        (
-            "The solution set is $\\boxed{[-1, -\\tfrac12) \\cup (-\\tfrac12, 0) \\cup (0, "
-            "1) \\cup (1, \\infty)}.$"
-        ),
-        1,
-    ),
-    ("$\\sqrt{2}+\\sqrt{5}$", "The answer is $\\boxed{\\sqrt 2+\\sqrt 5}$", 1),
-    ("$\\frac{9}{4}\\pi$", "Therefore $\\boxed{\\frac94\\pi}$.", 1),
-    ("x \\in \\boxed{\\{-1\\} \\cup [0,7)}.$", "x \\in \\boxed{\\{-1\\} \\cup [0,7)}.$", 1),
-    # test_relations_math
-    ("$x >= 5$", "Therefore $x \\geq 5$ is the solution.", 1),
-    ("$x < 3$", "We find that $x \\lt 3$.", 1),
-    ("$x \\leq 2$", "Thus $x <= 2$ is our answer.", 1),
-    ("$x > 5$", "Therefore $x \\gt 5$ is the solution.", 1),
-    ("$x != 3$", "We find that $x \\neq 3$.", 1),
-    ("$x > 5$", "Therefore $x < 5$ is the solution.", 0),
-    ("$x \\geq 5$", "The solution is $x \\leq 5$", 0),
-    ("$x \\neq 5$", "The solution is $x != 5$", 1),
-    ("$x \\leq 5$", "$5 \\geq x$", 1),
-    ("$x \\geq 5$", "$5 \\leq x$", 1),
-    ("$x = 11$", "$x = 5+5+1 = 7 =11$", 1),
-    ("$7 = 11a+c$", "$11a+c$", 0),
-    ("$x = 11$", "$x = 5+5+1 = 7 =11$", 1),
-    ("$x = 1/3$", "$x = 5+5+1 = 1/3 \\approx 11$", 1),
-    ("$11$", "$x=11$", 1),
-    ("$11$", "$x\\approx11$", 1),
-    ("$1/3$", "$x=1/3\\approx1.3$", 1),
-    ("$x < 1$", "$-x > -1$", 1),
-    ("$x < 1$", "$x > -1$", 0),
-    ("$x <= 1$", "$-x >= -1$", 1),
-    ("$a +3z = 0$", "$0$", 0),
-    ("$1 = \\zzz = x = 0$", "$0$", 1),
-    ("$2x + z = 1$", "$1$", 0),
-    ("$a^2 + b = 0$", "$0$", 0),
-    ("$k=1$", "$1$", 1),
-    ("$1$", "$k=1$", 1),
-    ("$z = 1 + 1 = 2$", "$z = 3+3 = 2$", 1),
-    ("$z = 1 + 1 = 2$", "$z = 3+3 = 2$", 1),
-    ("$2x+4y-3=0$", "$y=-\\frac{1}{2}x+\\frac{3}{4}$", 1),
-    ("$x^2/4 + y^2/3 = 1$", "$x^2/16 + y^2/12 = 1/4$", 1),
-    # test_matrix_extraction
-    (
-        "$\\begin{pmatrix}1 & 0 \\\\ 0 & 1\\end{pmatrix}$",
-        "The identity matrix is $ \\begin{pmatrix}1 & 0 \\\\ 0 & 1\\end{pmatrix} $.",
-        1,
-    ),
-    (
-        "$\\begin{bmatrix}0 & 0 \\\\0 & 0\\end{bmatrix}$",
-        "Here is a zero matrix: $ \\begin{pmatrix}0 & 0 \\\\0 & 0\\end{pmatrix} $",
-        1,
-    ),
-    (
-        "$\\begin{pmatrix}1 & 2 \\\\3 & 4\\end{pmatrix}$",
-        "Special matrix: $ \\left[\\begin{array}{cc}1 & 2 \\\\3 & 4\\end{array}\\right] $",
-        1,
-    ),
-    (
-        (
-            "$\\begin{pmatrix}\\frac{1}{2} & \\frac{3}{4} \\\\ \\frac{5}{6} & "
-            "\\frac{7}{8}\\end{pmatrix}$"
-        ),
-        (
-            "Matrix with fractions: $ \\begin{pmatrix}\\frac{1}{2} & \\frac{3}{4} \\\\ "
-            "\\frac{5}{6} & \\frac{7}{8}\\end{pmatrix} $"
-        ),
-        1,
-    ),
-    (
-        "$\\begin{pmatrix}6 & 8 \\\\ 10 & 12\\end{pmatrix}$",
-        (
-            "The sum is $\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix} + "
-            "\\begin{pmatrix}5 & 6 \\\\ 7 & 8\\end{pmatrix}$"
-        ),
-        1,
-    ),
-    (
-        "$\\begin{pmatrix}1 & 0 \\\\ 0 & 1\\end{pmatrix}$",
-        (
-            "When multiplying by identity: $\\begin{pmatrix}1 & 0 \\\\ 0 & 1\\end{pmatrix} "
-            "\\begin{pmatrix}1 & 0 \\\\ 0 & 1\\end{pmatrix}$"
-        ),
-        1,
-    ),
-    (
-        "$\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix}$",
-        "The matrix is $\\begin{pmatrix}1 & 2 \\\\ 3 & 5\\end{pmatrix}$",
-        0,
-    ),
-    # test_math_extraction_additional_cases
-    ("$34$", "Final Answer: The largest $n$ is 34.", 1),
-    ("$(3,1)$", "${1,3}$", 0),
-    ("$(1,3)$", "${1,3}$", 1),
-    (
-        "$[-4,0]$",
-        (
-            "Thus, the values of \\( k \\) for which the quadratic has real roots are: \\[ "
-            "\\boxed{[-4, 0]} \\]"
-        ),
-        1,
-    ),
-    ("\\(\\boxed{\\text{C}}\\).", "$\\boxed{\\text{(C)}}.$", 1),
-    (
-        " So the answer is: \\[ \\boxed{11111111100} \\]",
-        "is $\\boxed{11,\\! 111,\\! 111,\\! 100}$",
-        1,
-    ),
-    (" So the answer is: \\[ \\boxed{32349} \\]", "is $\\boxed{32,\\! 349}$", 1),
-    (" So the answer is: \\[ \\boxed{32349} \\]", "is $\\boxed{32, 349}$", 0),
-    (
-        (
-            "Thus, the domain of the function \\( f(x) \\) is: \\[ \\boxed{(2, 12) \\cup "
-            "(12, 102)} \\]"
-        ),
-        "Thus, the answer is $x \\in \\boxed{(2,12) \\cup (12,102)}$",
-        1,
-    ),
-    ("$\\text{E}$", "$E$", 1),
-    ("$\\boxed{1}\\boxed{2}$", "$\\boxed{1,2}$", 1),
+# Math-Verify's own test tables: test_reward_math_verify.py (all of them, ported as data).
+
+
+# --- where a completion without an <answer> block has its answer ------------------------------
+
+# What a random model writes (the tiny offline model's text, its tokenizer trained on GSM8K):
+# numbers everywhere, one of them last. Read as answers, they scored 0.062 in `make evaluate
+# SMOKE=1` (issue 29 #6).
+RANDOM_TEXT = [
+    (" how was bur aso rati an makes 8ame 99he= 18", "#### 18"),
+    (" add330 40% whop p Fir540hor 3", "#### 3"),
+    (" speedice mon sal on / Seat oneees is -T 70,000.", "#### 70000"),
+    ("g55 rem drin every 18 Uirstchas Jillgh customers muow 540 meters", "#### 540"),
+    ("<think> 12 eggs </think> boxes 17 of 204", "#### 204"),
 ]
 
 
-@pytest.mark.parametrize(("gold", "prediction", "expected"), MATH_VERIFY)
-def test_math_verify_cases(gold, prediction, expected):
-    assert correctness(prediction, gold) == expected
-    if re.fullmatch(r"\$[^$]+\$", prediction.strip()):  # an answer alone: same in <answer>
-        assert correctness(answered(prediction), gold) == expected
+@pytest.mark.parametrize(
+    ("completion", "gold"),
+    [
+        *RANDOM_TEXT,
+        ("The answer is 2 ** 18", "#### 18"),  # a power, not markdown bold
+        ("Answer: 18**2", "#### 18"),
+        ("the answer: since 3 + 4 = 7, it is 7", "#### 3"),  # the first number after the mark
+    ],
+)
+def test_a_number_in_running_text_is_not_an_answer(completion, gold):
+    assert correctness(completion, gold) == 0.0
 
 
-# Cases of the same tables where this reward deliberately differs, with the reason.
-MATH_VERIFY_DIFFERENCES = [
-    # decimal commas: "1,2" is a pair in a MATH answer, and a pair must not read as 1.2
-    ("1000.99", "1000,99", 1, 0.0),
-    ("1,22", "1.22", 1, 0.0),
-    ("2.74", "Soucis : 2,74 $ a..", 1, 0.0),
-    # a number glued to letters is not read from free text (`2x` is not 2, so neither is `10m`)
-    ("1000.99", "so the number is 10 which is 1,000.99m²", 1, 0.0),
-    # a number alone on its line is read even inside a broken $...$
-    ("$9$", "Answer $ \n 9 \n $", 0, 1.0),
-    # LaTeX math-verify cannot parse is not compared as raw strings: its normalisation leaves
-    # `1 - \frac{1}{` of both, so it pays a wrong answer (the gold reads as nothing here)
-    ("$1 - \\frac{1}{\\mathrm{e}}$", "$1 - \\frac{1}{\\mathrm{x}}$", 1, None),
-]
+@pytest.mark.parametrize(
+    ("completion", "gold"),
+    [
+        ("So the final answer is 18.", "#### 18"),
+        ("Final Answer: The largest $n$ is 34.", "34"),
+        ("The answer is $\\frac{1}{3}$ of the cake.", "\\frac{1}{3}"),
+        ("Answer: 204", "#### 204"),
+        ("**Answer:** 18", "#### 18"),
+        ("The answer is **18** eggs.", "#### 18"),
+        ("She has 5 apples, so she has $\\boxed{18}$ in all.", "#### 18"),
+        ("7,425,000", "7425000"),  # the whole text is the answer
+        ("$\\frac13 $", "1/3"),
+        ("Therefore $x \\geq 5$ is the solution.", "x \\geq 5"),  # its last LaTeX math
+        ("The roots are $1$ and $-2$.", "\\boxed{1, -2}"),  # blocks written together
+        ("<think>it is 9</think>\\boxed{18}", "#### 18"),
+    ],
+)
+def test_an_answer_the_text_marks_is_read(completion, gold):
+    assert correctness(completion, gold) == 1.0
 
 
-@pytest.mark.parametrize(("gold", "prediction", "theirs", "ours"), MATH_VERIFY_DIFFERENCES)
-def test_math_verify_deliberate_differences(gold, prediction, theirs, ours):
-    assert correctness(prediction, gold) == ours != theirs
+def test_a_random_model_scores_zero(tiny_model_dir, tmp_path, capsys):
+    """`make evaluate SMOKE=1` on the random tiny model, sampled: accuracy 0 (evaluate reads
+    answers with the reward itself, `verify.math.predicted_value`)."""
+    from grpo_kit.commands import evaluate
+    from grpo_kit.starters.math.task import TASK as MATH
+
+    assert MATH.metrics[0][1] is math_correctness
+    argv = ["--smoke", "--model", str(tiny_model_dir), "--no-base", "--output-dir",
+            str(tmp_path), "--temperature", "1.0", "--seed", "3"]  # fmt: skip
+    results = evaluate.evaluate(argv)
+    assert results == {"trained": {"accuracy": 0.0}}
+    lines = (tmp_path / "predictions.jsonl").read_text().splitlines()
+    assert len(lines) == 16 and all(json.loads(line)["accuracy"] == 0.0 for line in lines)
+
+
+# --- several boxes, and golds that always apply --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("completion", "gold", "expected"),
+    [
+        ("\\boxed{-2} \\quad \\text{and} \\quad \\boxed{1}", "\\boxed{1,-2}", 1.0),
+        ("\\boxed{(1, 2)}, \\boxed{(2, 1)}", "$(2,1),(1,2)$", 1.0),
+        ("\\boxed{k = 45} \\quad \\text{and} \\quad \\boxed{n = 2}", "k = 45, n = 2", 1.0),
+        ("\\boxed{1}\\boxed{2}", "\\boxed{1,2}", 1.0),
+        # A box apart from the others is another answer: the gold's is its last box.
+        ("$\\boxed{1,2}$", "\\boxed{1} no no no no no \\boxed{2}", 0.0),
+        ("$\\boxed{2}$", "\\boxed{1} no no no no no \\boxed{2}", 1.0),
+        (answered("\\boxed{5} and then much later on \\boxed{6}"), "6", 0.0),
+    ],
+)
+def test_boxes_written_together_are_one_answer(completion, gold, expected):
+    assert correctness(completion, gold) == expected
+
+
+@pytest.mark.parametrize(
+    "gold",
+    [
+        "1 - \\frac{1}{\\mathrm{e}}",
+        "12:00",
+        "x = \\frac{1}{2}, x = \\frac{-1 \\pm \\sqrt{13}}{4}",
+        "f(y) = y",
+        "\\text{The midpoints form a regular hexagon}",
+        "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}",
+        "[-1, -\\frac{1}{2}) \\cup (1, \\infty)",
+    ],
+)
+def test_valid_latex_golds_always_apply(gold):
+    """A gold answer of valid LaTeX is never "not applicable" (its row would train nothing);
+    what math-verify cannot parse is compared as its LaTeX, so only the same answer earns
+    credit."""
+    assert gold_value(gold) != ()
+    assert correctness(answered(gold), gold) == 1.0
+    assert correctness(answered("7"), gold) == 0.0
+
+
+def test_latex_math_verify_cannot_parse_equals_only_itself():
+    assert correctness(answered("12:00"), "12:00") == 1.0
+    assert correctness(answered("1:00"), "12:00") == 0.0
+    assert correctness(answered("1 + \\frac{1}{e}"), "1 - \\frac{1}{\\mathrm{e}}") == 0.0
+    assert correctness(answered("1 - \\frac{1}{e}"), "1 - \\frac{1}{\\mathrm{e}}") == 1.0
 
 
 # TRL's tests/test_rewards.py (accuracy_reward, reasoning_accuracy_reward) and open-r1's
@@ -528,11 +360,14 @@ def test_answers_that_keep_sympy_busy_score_zero_within_the_budget(sample_rows):
     metrics = []
     rows = [sample_rows[0]] * len(slow)
     func = math_correctness
-    start = time.monotonic()
+    start = time.thread_time()  # budgets count CPU time: a loaded host does not change this
     kwargs = {"log_metric": lambda *item: metrics.append(item)}
     values = func(slow, answer=[row["answer"] for row in rows], **kwargs)
-    elapsed = time.monotonic() - start
+    elapsed = time.thread_time() - start
     assert values == [0.0] * len(slow)
     assert elapsed < len(slow) * (BUDGET_S + 0.5)
-    assert metrics == [("rewards/math_correctness/timeouts", float(len(slow)))]
+    assert metrics == [
+        ("rewards/math_correctness/timeouts", float(len(slow))),
+        ("rewards/math_correctness/errors", 0.0),
+    ]
     assert call_like_trl(func, [answered("18")], [{**rows[0], "answer": "#### 18"}]) == [1.0]

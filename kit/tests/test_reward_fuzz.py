@@ -47,17 +47,19 @@ def test_every_reward_scores_1mb_hostile_completions(task, checks):
     """In range, and within the reward's time budget (math-verify's work included); rewards
     without a budget also in linear time."""
     assert {"unclosed answer", "deep brackets", "boxed", "words"} <= set(hostile(1))
+    assert {"fence then blanks", "tagged fence then blanks"} <= set(hostile(1))  # issue 25 #9
     checks(task).large_completions_are_fast(skip=NOT_TEXT_HANDLING)
 
 
 def _best_time(func, completion: str, row: dict, repeats: int = 3) -> float:
+    """The least CPU time (of this thread, what budgets count) of `repeats` scorings."""
     import time
 
     best = math.inf
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.thread_time()
         call_like_trl(func, [completion], [row])
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.thread_time() - start)
     return best
 
 

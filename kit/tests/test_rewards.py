@@ -5,8 +5,10 @@ time budgets."""
 import contextlib
 import logging
 import math
+import os
 import random
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -290,8 +292,9 @@ def test_normalise_label(written, label):
 
 
 def _busy(seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    """Work for `seconds` of this thread's CPU time (what budgets count)."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
         pass
 
 
@@ -382,13 +385,165 @@ def test_a_reward_over_its_budget_scores_low_and_is_counted(caplog):
             ["fast", "slow", "fast"], log_metric=lambda *item: metrics.append(item)
         )
         assert values == [1.0, -1.0, 1.0]
-        assert metrics == [("rewards/budget_probe/timeouts", 1.0)]
+        assert metrics == [
+            ("rewards/budget_probe/timeouts", 1.0),
+            ("rewards/budget_probe/errors", 0.0),
+        ]
         assert "1 of 3 completion(s) ran past their time budget" in caplog.text
         metrics.clear()
         assert budget_probe(["fast"], log_metric=lambda *item: metrics.append(item)) == [1.0]
-        assert metrics == [("rewards/budget_probe/timeouts", 0.0)]
+        assert metrics == [
+            ("rewards/budget_probe/timeouts", 0.0),
+            ("rewards/budget_probe/errors", 0.0),
+        ]
     finally:
         logger.removeHandler(caplog.handler)
+
+
+@contextlib.contextmanager
+def loaded_cpu(loaders: int = 3):
+    """This process and `loaders` busy processes pinned to one CPU: the host as loaded as it
+    gets (this thread gets about 1/(loaders + 1) of the CPU), whatever the machine."""
+    cpu = min(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    spin = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass\n"
+    busy = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(loaders)]
+    try:
+        os.sched_setaffinity(0, {cpu})
+        time.sleep(0.3)  # the loaders are spinning
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+        for process in busy:
+            process.kill()
+            process.wait()
+
+
+def test_a_loaded_host_does_not_flip_a_verdict():
+    """Issue 11: a budget counts the work's own CPU time, not the wall clock, so a completion
+    whose work fits its budget on an idle machine still fits when the host is busy (here the
+    work takes about 4x its CPU time on the wall clock, well past the budget)."""
+
+    @reward(low=0.0, high=1.0, time_budget=0.3)
+    def steady(completion: str, **row) -> float:
+        _busy(0.15)  # half the budget, on an idle machine and on a busy one
+        return 1.0
+
+    metrics = []
+    idle = steady(["a", "b"], log_metric=lambda *item: metrics.append(item))
+    with loaded_cpu():
+        start = time.monotonic()
+        busy = steady(["a", "b"], log_metric=lambda *item: metrics.append(item))
+        wall = time.monotonic() - start
+    assert idle == busy == [1.0, 1.0]
+    assert ("rewards/steady/timeouts", 1.0) not in metrics
+    assert wall > 2 * 0.3, "the host was not loaded: the test proves nothing"
+
+
+@pytest.mark.slow
+def test_no_reward_verdict_changes_on_a_loaded_host(task_recipe):
+    """Every task's rewards and metrics on the sample rows' ideal completions and on a few
+    hostile ones: the same scores with the host idle and with this process sharing one CPU with
+    three busy processes (the code sandbox's programs included)."""
+    cases = []
+    for task in TASKS:
+        recipe, rows = task_recipe(task)
+        project = recipe.project
+        with chdir(project.root):
+            funcs = ProjectChecks(project.root).rewards()
+            chosen = [rows[i] for i in range(min(4, len(rows)))]
+            ideal = [project.task.ideal_completion(row, recipe.task) for row in chosen]
+        completions = [*ideal, *NASTY[:6]]
+        cases.append((project.root, funcs, completions, [*chosen, *[chosen[0]] * 6]))
+
+    def verdicts():
+        found = []
+        for root, funcs, completions, rows in cases:
+            with chdir(root):
+                for name, func in sorted(funcs.items()):
+                    found.append((name, call_like_trl(func, completions, rows)))
+        return found
+
+    idle = verdicts()
+    with loaded_cpu():
+        busy = verdicts()
+    assert busy == idle
+
+
+def test_a_budget_still_stops_work_that_waits():
+    """Work that blocks instead of computing is stopped at WALL_FACTOR x its budget."""
+    start = time.monotonic()
+    with pytest.raises(RewardTimeout), time_budget(0.05):
+        time.sleep(30)
+    assert time.monotonic() - start < 0.05 * base.WALL_FACTOR + 2
+
+
+class _Lines(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def test_a_failing_completion_scores_low_alone_and_every_failure_is_counted():
+    """Issue 25 #4: a batched scorer that raises on one completion is called again on each
+    completion alone, so its batch neighbours keep their scores; every call's failures are a
+    TRL metric and a warning (not one warning per process)."""
+    seen = []
+
+    @reward(low=0.0, high=1.0, batched=True)
+    def fragile_batch(completions: list[str], answer: list[str], **columns) -> list[float]:
+        seen.append(len(completions))
+        if any(c == "boom" for c in completions):
+            raise RecursionError("maximum recursion depth exceeded")
+        return [1.0 if c == a else 0.0 for c, a in zip(completions, answer, strict=True)]
+
+    @reward(low=0.0, high=1.0)
+    def fragile_one(completion: str, **row) -> float:
+        if completion == "boom":
+            raise MemoryError
+        return 1.0
+
+    logger, lines = logging.getLogger(base.__name__), _Lines()
+    logger.addHandler(lines)
+    try:
+        for func in (fragile_batch, fragile_one):
+            for _ in range(2):
+                metrics = []
+                values = func(
+                    ["x", "boom", "y"],
+                    answer=["x", "boom", "z"],
+                    log_metric=lambda *item, m=metrics: m.append(item),
+                )
+                assert values == [1.0, 0.0, 1.0 if func is fragile_one else 0.0]
+                assert (f"rewards/{func.__name__}/errors", 1.0) in metrics
+            failed = [
+                line for line in lines.lines if f"reward {func.__name__} failed on 1 of 3" in line
+            ]
+            assert len(failed) == 2
+        assert seen[:4] == [3, 1, 1, 1]  # the batch, then each completion alone
+        wrong_size = reward(low=0.0, high=1.0, batched=True)(lambda completions, **c: [1.0])
+        assert wrong_size(["a", "b"]) == [1.0, 1.0]  # alone, each gets its one score
+    finally:
+        logger.removeHandler(lines)
+
+
+def test_per_completion_figures_are_logged_as_metrics():
+    def figures(text: str) -> dict:
+        if text == "odd":
+            raise ValueError("no figures")
+        return {"probe/length": len(text), "probe/junk": "not a number"}
+
+    @reward(low=0.0, high=1.0, metrics=figures)
+    def measured(completion: str, **row) -> float:
+        return 1.0
+
+    metrics = []
+    assert measured(["ab", "abcd", "odd", ""], log_metric=lambda *i: metrics.append(i)) == [1.0] * 4
+    assert ("probe/length", 1.5) in metrics  # (2 + 4 + 0 + 0) / 4: a failure counts 0
+    assert not any(name == "probe/junk" for name, _ in metrics)
 
 
 def test_recipe_settings_are_passed_in_never_module_state():

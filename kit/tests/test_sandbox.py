@@ -1,5 +1,6 @@
-"""The code sandbox against an attacker: every attack ends within timeout + 1 s, earns nothing,
-leaves the trainer, its files and its secrets alone, and leaves no process behind.
+"""The code sandbox against an attacker: every attack ends within its wall-clock limit + 1 s
+(`Limits.wall_limit`: the timeout counts CPU seconds, so a busy machine stretches it), earns
+nothing, leaves the trainer, its files and its secrets alone, and leaves no process behind.
 
 Each attack runs under every OS isolation level that works on this machine (bubblewrap,
 util-linux unshare); the attacks that do not depend on the filesystem also run in the weaker
@@ -8,6 +9,7 @@ and allow user namespaces to run them all)."""
 
 import collections
 import contextlib
+import dataclasses
 import datetime
 import json
 import math
@@ -22,10 +24,12 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from grpo_kit import sandbox as sandbox_module
 from grpo_kit.sandbox import (
     MAX_OUTPUT_CHARS,
     CodeRun,
     Limits,
+    Pool,
     SandboxUnavailable,
     harness,
     isolation,
@@ -80,20 +84,29 @@ def process_tree(root: int) -> list[int]:
 
 
 def leftovers(limits: Limits) -> list[int]:
-    """Processes in a sandbox beyond its tool (bwrap / unshare) and the harness's server."""
+    """Processes in a sandbox beyond its tool (bwrap / unshare), the harness's server and its
+    collector (the process that reads what programs say; it never runs one)."""
     extra = []
     for worker in limits.pool.workers:
         tree = process_tree(worker.process.pid)
         expected = 1 if worker.level == "process" else 2
-        extra += tree[expected:]
+        extra += [pid for pid in tree[expected:] if not is_collector(pid)]
     return extra
+
+
+def is_collector(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/comm").read_bytes().strip() == harness.COLLECTOR_NAME
+    except OSError:
+        return False
 
 
 def attack(limits: Limits, program: str, tests=TESTS):
     start = time.monotonic()
     run = run_tests(program, tests, limits=limits)
     elapsed = time.monotonic() - start
-    assert elapsed < TIMEOUT + 1.0, f"took {elapsed:.1f}s"
+    # TIMEOUT CPU seconds: TIMEOUT of wall-clock time on an idle machine, more on a busy one.
+    assert elapsed < limits.wall_limit + 1.0, f"took {elapsed:.1f}s"
     assert run.passed == 0, run
     assert leftovers(limits) == []
     honest = run_tests("def solve():\n    return 42\n", TESTS, limits=limits)
@@ -443,6 +456,24 @@ def test_killed_sandbox_is_replaced(any_level):
     assert run.passed == 1
 
 
+def test_a_sandbox_outlives_the_thread_that_started_it(any_level):
+    """A tool turn runs its programs from a short-lived thread (`asyncio.to_thread`); the
+    workers it starts must not die with it (bubblewrap's --die-with-parent follows the thread
+    that started it), or the next turn's programs fail with 'the sandbox did not start'."""
+    limits = dataclasses.replace(any_level, pool=Pool())  # workers of its own, started below
+    try:
+        starter = threading.Thread(target=run_code, args=("print(1)", limits))
+        starter.start()
+        starter.join()
+        (worker,) = limits.pool.workers
+        time.sleep(0.3)  # the kernel's signal to the sandbox of an ended thread comes at once
+        assert worker.process.poll() is None, worker.why()
+        assert run_code("print(2)", limits) == CodeRun("2\n")
+        assert limits.pool.workers == [worker]  # the same sandbox ran it
+    finally:
+        sandbox_module._stop_all(limits.pool.workers)
+
+
 # --- whole programs (run_code): their output comes back, bounded, from behind the same walls ----
 
 
@@ -451,7 +482,7 @@ def run_attack(limits: Limits, program: str, **options) -> CodeRun:
     start = time.monotonic()
     run = run_code(program, limits, **options)
     elapsed = time.monotonic() - start
-    assert elapsed < TIMEOUT + 1.0, f"took {elapsed:.1f}s"
+    assert elapsed < limits.wall_limit + 1.0, f"took {elapsed:.1f}s"
     assert leftovers(limits) == []
     assert run_code("print(6 * 7)", limits) == CodeRun("42\n")  # the sandbox still works
     return run
@@ -569,12 +600,35 @@ def test_run_code_cannot_write_outside_or_keep_files(isolated, tmp_path):
     assert run_code("print(open('note').read())", isolated).error.startswith("FileNotFoundError")
 
 
+def test_a_wall_clock_cap_cuts_a_job_before_its_cpu_timeout(any_level):
+    """`wall_seconds` (a caller's deadline, e.g. a tool turn's time left): a job ends that many
+    wall-clock seconds after it starts, however much of its CPU timeout is left, says so
+    (`wall_cut`) and leaves nothing behind; the CPU timeout itself is unchanged."""
+    limits = dataclasses.replace(any_level, timeout=30.0)  # the same workers, 30 CPU seconds
+    start = time.monotonic()
+    endless = run_code("while True:\n    pass\n", limits, wall_seconds=0.5)
+    assert time.monotonic() - start < 0.5 + 1.0  # not 30 s (or 90 s, the wall limit)
+    assert endless.timed_out and endless.wall_cut and not endless.ok
+    assert leftovers(limits) == []
+    sleeper = run_tests("import time\ndef solve():\n    time.sleep(100)\n", TESTS, limits=limits,
+                        wall_seconds=0.5)  # fmt: skip
+    assert sleeper.timed_out and sleeper.wall_cut and sleeper.passed == 0
+    assert run_code("print(6 * 7)", limits, wall_seconds=5.0) == CodeRun("42\n")  # time to spare
+    # A cap no shorter than the wall limit changes nothing: the CPU timeout cuts, as before.
+    cpu = run_code("while True:\n    pass\n", any_level, wall_seconds=any_level.wall_limit)
+    assert cpu.timed_out and not cpu.wall_cut
+    for wrong in (0, -1.0, float("nan"), True, "1"):
+        with pytest.raises(ValueError, match="wall_seconds must be"):
+            run_code("print(1)", any_level, wall_seconds=wrong)
+
+
 # --- the pieces: the seccomp filter, the plain-data format, the interpreter's files -------------
 
 
-def run_filter(program: bytes, number: int, arch: int, first_argument: int = 0) -> int:
+def run_filter(program: bytes, number: int, arch: int, *arguments: int) -> int:
     """What the kernel's classic-BPF machine answers for one system call."""
-    data = struct.pack("<iIQ6Q", number, arch, 0, first_argument, 0, 0, 0, 0, 0)
+    arguments = (*arguments, 0, 0, 0, 0, 0, 0)[:6]
+    data = struct.pack("<iIQ6Q", number, arch, 0, *(a & (2**64 - 1) for a in arguments))
     counter = accumulator = 0
     while True:
         code, yes, no, k = struct.unpack_from("<HBBI", program, counter * 8)
@@ -595,9 +649,9 @@ def test_seccomp_filter_decisions(machine):
     program = harness.seccomp_program(machine, pid=4242)
     allow, eperm = harness.ALLOW, harness.EPERM
 
-    def verdict(name_or_number, argument=0, on=arch):
+    def verdict(name_or_number, *arguments, on=arch):
         number = calls[name_or_number] if isinstance(name_or_number, str) else name_or_number
-        return run_filter(program, number, on, argument)
+        return run_filter(program, number, on, *arguments)
 
     assert verdict("clone", harness.CLONE_THREAD | 0x3D0F00) == allow  # a thread
     assert verdict("clone", 17) == eperm  # fork(): clone(SIGCHLD)
@@ -606,6 +660,22 @@ def test_seccomp_filter_decisions(machine):
     assert verdict("kill", 1) == eperm and verdict("kill", 0xFFFFFFFF) == eperm  # 1, -1
     assert verdict("tgkill", 4242) == allow and verdict("tgkill", 4243) == eperm
     assert verdict("socket", 1) == allow and verdict("socket", 2) == eperm  # AF_UNIX, AF_INET
+    # No file owner that makes the kernel signal someone (F_SETOWN, F_SETSIG, F_SETOWN_EX,
+    # O_ASYNC; FIOSETOWN, SIOCSPGRP, FIOASYNC) and no typing into a terminal (TIOCSTI).
+    for command in (8, 10, 15):
+        assert verdict("fcntl", 3, command, 4242) == eperm
+    assert verdict("fcntl", 3, 4, os.O_ASYNC | os.O_NONBLOCK) == eperm  # F_SETFL
+    assert verdict("fcntl", 3, 4, os.O_NONBLOCK) == allow
+    assert verdict("fcntl", 3, 1) == allow and verdict("fcntl", 3, 9) == allow  # GETFD, GETOWN
+    for request in (0x8901, 0x8902, 0x5452, 0x5412):
+        assert verdict("ioctl", 3, request) == eperm
+    assert verdict("ioctl", 1, 0x5401) == allow  # TCGETS (isatty)
+    # Memory outside RLIMIT_AS: memfds, and descriptors parked in a socket (SCM_RIGHTS).
+    memfd_create, sendmsg, sendmmsg = {"x86_64": (319, 46, 307), "aarch64": (279, 211, 269)}[
+        machine
+    ]
+    assert verdict(memfd_create) == eperm and verdict(447) == eperm  # memfd_secret
+    assert verdict(sendmsg) == eperm and verdict(sendmmsg) == eperm
     assert all(verdict(number) == eperm for number in calls["denied"])
     assert verdict(0) == allow or machine == "aarch64"  # read (x86_64) / io_setup (aarch64)
     assert verdict(63) == allow  # read on aarch64, uname on x86_64

@@ -9,6 +9,7 @@ from grpo_kit import sandbox
 from grpo_kit.rewards import bind
 
 from {{ cookiecutter.package_name }} import rewards
+from {{ cookiecutter.package_name }}.task import TASK, TaskArguments
 
 TESTS = json.dumps(["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(0, 5) == 5"])
 
@@ -39,6 +40,17 @@ def score(func, completion: str, tests: str = TESTS, **columns):
 )
 def test_code_correctness(correctness, completion, expected):
     assert score(correctness, completion) == expected
+
+
+def test_the_prompt_shows_one_example_and_the_grade_uses_hidden_tests(correctness):
+    """A policy that could read every graded test would learn to answer them from a table:
+    the prompt shows one example, the grade counts all of test_list and the hidden ones."""
+    row = {"text": "Add two numbers.", "test_list": json.loads(TESTS)}
+    message = TASK.user_message(row, "text", "test_list", TaskArguments())
+    assert "assert add(1, 2) == 3" in message and "assert add(2, 2) == 4" not in message
+    hidden = json.dumps(["assert add(-1, 1) == 0"])
+    absolute = answer("def add(a, b):\n    return abs(a) + b")
+    assert score(correctness, absolute, TESTS, extra_tests=hidden) == 0.75
 
 
 def test_humaneval_style_check_function(correctness):

@@ -39,6 +39,7 @@ def test_every_sample_gold_answer_gets_full_credit_and_a_wrong_number_none():
         ("<think>..</think><answer>$18</answer>", "#### 18", 1.0),
         ("<think>..</think><answer>1,234</answer>", "#### 1,234", 1.0),
         ("The answer is 70,000.", "#### 70000", 1.0),
+        ("He pays $5 an hour, so $40 in all.", "#### 40", 0.0),  # not marked as the answer
         ("<answer>\\frac{2}{4}</answer>", "\\frac{1}{2}", 1.0),
         ("<answer>(2, 3)</answer>", "\\left( 2, 3 \\right)", 1.0),
         ("<answer>17</answer>", "#### 18", 0.0),

@@ -1,7 +1,7 @@
 """Your agent's rewards on golden rollouts (TRL's message format: assistant turns with their
 parsed `tool_calls`, tool results between them). Change these cases with the rewards."""
 
-from grpo_kit.environments import execute
+from grpo_kit.environments import ToolSettings, budget_cut_message, execute
 from grpo_kit.rewards import bind, call_like_trl
 
 from {{ cookiecutter.package_name }} import rewards
@@ -44,3 +44,9 @@ def test_format_errors_and_cost():
     assert score(rewards.tool_call_errors, [call("nope"), unknown, *rollout]) == -0.5
     cost = bind(rewards.tool_call_cost, {"tool_call_cost": 0.25, "free_tool_calls": 1})
     assert score(cost, [call("a"), call("b"), call("c"), answer("1")]) == -0.5
+
+
+def test_a_call_cut_by_the_tools_time_budget_is_a_failed_call():
+    cut = result(str({"error": budget_cut_message(ToolSettings())}))
+    rollout = [call("run_python", code="while 1: 0"), cut, answer("42")]
+    assert score(rewards.tool_call_errors, rollout) == -1.0

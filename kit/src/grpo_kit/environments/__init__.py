@@ -3,9 +3,15 @@
 Each rollout gets an environment instance (TRL keeps a pool and reuses them), `reset(**row)`
 with the data row's columns, and the instance's public methods as its tools. A data row names its
 environment in the `environment` column; the project's task says which environments exist (its
-`{name: class}` table, passed to `factories`). `execute` runs one tool call exactly as TRL's tool
-loop does, so our own loops (ideal rollouts in reward-debug, evaluation, interactive inference)
-show the model byte-for-byte what training shows it.
+`{name: class}` table, passed to `factories`). `execute` runs one tool call, and `execute_turn`
+the calls of one turn, exactly as TRL's tool loop does, so our own loops (ideal rollouts in
+reward-debug, evaluation, interactive inference) show the model byte-for-byte what training
+shows it.
+
+The tools' time: a call made once its rollout's `tool_rollout_seconds` are spent (or, for the
+python environment's programs, its turn's `tool_turn_seconds`) is not run; its result is TRL's
+error form with `budget_cut_message`, so `tool_call_errors` counts it as a failed call, and
+`budget_figures` counts it for the TRL metric `tools/budget_cuts` (cut calls per rollout).
 """
 
 from __future__ import annotations
@@ -18,21 +24,36 @@ import json
 from collections.abc import Callable, Iterable
 
 from ..errors import DataError, UserError
-from .base import Environment, ToolArguments, ToolError, ToolSettings, clip, tool_settings
+from .base import (
+    BUDGET_CUT,
+    WALL_CUT,
+    Environment,
+    ToolArguments,
+    ToolError,
+    ToolSettings,
+    budget_cut_message,
+    clip,
+    tool_settings,
+)
 from .lookup_env import LookupEnvironment
 from .python_env import PythonEnvironment
 
 __all__ = [
+    "BUDGET_CUTS_METRIC",
     "Environment",
     "LookupEnvironment",
     "PythonEnvironment",
     "ToolArguments",
     "ToolError",
     "ToolSettings",
+    "budget_cut_message",
+    "budget_figures",
     "clip",
     "execute",
+    "execute_turn",
     "factories",
     "final_turn",
+    "is_budget_cut",
     "is_error",
     "rollout_calls",
     "scripted_rollout",
@@ -44,6 +65,7 @@ __all__ = [
 ]
 
 SKIPPED = ("reset", "get_reward")  # methods TRL does not offer as tools (nor `_private` ones)
+BUDGET_CUTS_METRIC = "tools/budget_cuts"  # calls cut by the time budget, per rollout
 
 
 def factories(
@@ -107,6 +129,55 @@ def execute(tools: dict[str, Callable], call: dict) -> dict:
         result = {"error": f"Unsupported tool call type: {call.get('type')}"}
     content = result if isinstance(result, list) else str(result)
     return {"role": "tool", "name": name, "content": content}
+
+
+def execute_turn(tools: dict[str, Callable], calls: list) -> list[dict]:
+    """Run the tool calls of one assistant turn as TRL's tool loop does and return the tool
+    messages it appends: plain tools one after another, then the async tools' coroutines
+    together (TRL gathers them), their messages after the plain tools' ones."""
+    messages: list[dict] = []
+    pending: list[tuple[str, object]] = []
+    for call in calls:
+        function = call.get("function") if call.get("type") == "function" else None
+        tool = tools.get(function["name"]) if isinstance(function, dict) else None
+        if tool is not None and inspect.iscoroutinefunction(tool):
+            try:
+                pending.append((function["name"], tool(**function["arguments"])))
+            except Exception as e:
+                messages.append(_tool_message(function["name"], {"error": str(e)}))
+        else:
+            messages.append(execute(tools, call))
+    if pending:
+
+        async def together():
+            return await asyncio.gather(*(c for _, c in pending), return_exceptions=True)
+
+        for (name, _), result in zip(pending, asyncio.run(together()), strict=True):
+            messages.append(
+                _tool_message(
+                    name, {"error": str(result)} if isinstance(result, Exception) else result
+                )
+            )
+    return messages
+
+
+def _tool_message(name: str, result) -> dict:
+    content = result if isinstance(result, list) else str(result)
+    return {"role": "tool", "name": name, "content": content}
+
+
+def is_budget_cut(content) -> bool:
+    """True when a tool message's content is the error of a call cut by the time budget: not
+    run, or stopped while running when the turn's or rollout's time ran out."""
+    if not is_error(content):
+        return False
+    return ast.literal_eval(content)["error"].startswith((BUDGET_CUT, WALL_CUT))
+
+
+def budget_figures(messages: list[dict]) -> dict[str, float]:
+    """The rollout's calls cut by the time budget, as the figure `tools/budget_cuts` (for
+    `@reward(metrics=...)`: logged as a TRL metric, its mean over the rollouts)."""
+    return {BUDGET_CUTS_METRIC: float(sum(is_budget_cut(c) for c in tool_results(messages)))}
 
 
 def is_error(content) -> bool:

@@ -1,14 +1,28 @@
-"""What every tool environment shares: its settings, the error a tool raises, the call counters
-and the cut of long tool output."""
+"""What every tool environment shares: its settings, the error a tool raises, the call counters,
+the tools' time budget and the cut of long tool output."""
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..errors import UserError
 from ..sandbox import MAX_OUTPUT_CHARS, Limits, SandboxArguments, sandbox_limits
+
+# The tools' time budget (recipe fields tool_turn_seconds, tool_rollout_seconds), wall-clock
+# seconds: a turn's programs run one per sandbox worker at a time, and a turn of these defaults
+# has room for a program per worker that uses all of the sandbox's default 5 CPU s.
+TURN_SECONDS = 15.0
+ROLLOUT_SECONDS = 30.0
+
+
+# The tools' defaults, once: the recipe fields (ToolArguments) and the settings (ToolSettings).
+CORPUS = "data/sample_corpus.jsonl"
+CORPUS_COLUMNS = {"id": "id", "title": "title", "text": "text"}
+SEARCH_RESULTS = 3
+TOOL_OUTPUT_CHARS = 600
 
 
 @dataclass(frozen=True)
@@ -16,12 +30,14 @@ class ToolSettings:
     """The tools' settings (recipe fields of the same names), passed to each environment."""
 
     sandbox: Limits = field(default_factory=Limits)  # where `run_python` runs programs
-    corpus: str = "data/sample_corpus.jsonl"  # the knowledge base of `search` and `open`
-    corpus_id_column: str = "id"
-    corpus_title_column: str = "title"
-    corpus_text_column: str = "text"
-    search_results: int = 3  # most hits one `search` returns
-    tool_output_chars: int = 600  # longest tool result shown to the model; longer is cut
+    corpus: str = CORPUS  # the knowledge base of `search` and `open`
+    corpus_id_column: str = CORPUS_COLUMNS["id"]
+    corpus_title_column: str = CORPUS_COLUMNS["title"]
+    corpus_text_column: str = CORPUS_COLUMNS["text"]
+    search_results: int = SEARCH_RESULTS  # most hits one `search` returns
+    tool_output_chars: int = TOOL_OUTPUT_CHARS  # longest tool result (or error) shown to the model
+    tool_turn_seconds: float = TURN_SECONDS  # wall-clock seconds for one turn's calls, together
+    tool_rollout_seconds: float = ROLLOUT_SECONDS  # wall-clock seconds for a rollout's calls
 
     def __post_init__(self):
         if not 1 <= self.tool_output_chars <= MAX_OUTPUT_CHARS:
@@ -30,6 +46,9 @@ class ToolSettings:
             )
         if self.search_results < 1:
             raise UserError(f"search_results must be at least 1, got {self.search_results}")
+        for name in ("tool_turn_seconds", "tool_rollout_seconds"):
+            if not getattr(self, name) > 0:
+                raise UserError(f"{name} must be more than 0 seconds, got {getattr(self, name)}")
 
 
 @dataclass
@@ -38,15 +57,32 @@ class ToolArguments(SandboxArguments):
     the cut of long tool output, and the sandbox (`sandbox_*`) that runs `run_python`."""
 
     corpus: str = field(
-        default="data/sample_corpus.jsonl",
+        default=CORPUS,
         metadata={"help": "the lookup tools' documents (JSONL/CSV)"},
     )
-    corpus_id_column: str = field(default="id", metadata={"help": "document id column"})
-    corpus_title_column: str = field(default="title", metadata={"help": "document title column"})
-    corpus_text_column: str = field(default="text", metadata={"help": "document text column"})
-    search_results: int = field(default=3, metadata={"help": "hits one search returns"})
+    corpus_id_column: str = field(
+        default=CORPUS_COLUMNS["id"], metadata={"help": "document id column"}
+    )
+    corpus_title_column: str = field(
+        default=CORPUS_COLUMNS["title"], metadata={"help": "document title column"}
+    )
+    corpus_text_column: str = field(
+        default=CORPUS_COLUMNS["text"], metadata={"help": "document text column"}
+    )
+    search_results: int = field(
+        default=SEARCH_RESULTS, metadata={"help": "hits one search returns"}
+    )
     tool_output_chars: int = field(
-        default=600, metadata={"help": "longest tool result the model sees"}
+        default=TOOL_OUTPUT_CHARS,
+        metadata={"help": "longest tool result (or error) the model sees"},
+    )
+    tool_turn_seconds: float = field(
+        default=TURN_SECONDS,
+        metadata={"help": "seconds for all tool calls of one turn; later calls are cut"},
+    )
+    tool_rollout_seconds: float = field(
+        default=ROLLOUT_SECONDS,
+        metadata={"help": "seconds for all tool calls of one rollout; later calls are cut"},
     )
 
 
@@ -60,11 +96,34 @@ def tool_settings(args: ToolArguments) -> ToolSettings:
         corpus_text_column=args.corpus_text_column,
         search_results=args.search_results,
         tool_output_chars=args.tool_output_chars,
+        tool_turn_seconds=args.tool_turn_seconds,
+        tool_rollout_seconds=args.tool_rollout_seconds,
     )
 
 
 class ToolError(Exception):
-    """A tool was misused or failed; TRL shows the model `{'error': '<message>'}`."""
+    """A tool was misused or failed; TRL shows the model `{'error': '<message>'}` (cut to
+    `tool_output_chars`)."""
+
+
+# The start of the error a call cut by the time budget gets (TRL's error form, so the rewards
+# that count failed calls count it: `is_budget_cut` recognises it): not run at all, or stopped
+# while running when its turn's or rollout's time ran out.
+BUDGET_CUT = "not run: "
+WALL_CUT = "ran out of the "
+
+
+def wall_cut_message(which: str, seconds: float) -> str:
+    """The error of a call stopped while running because its turn's or rollout's time ran out."""
+    return f"{WALL_CUT}{which}'s time ({seconds:g} s for all of a {which}'s tool calls)"
+
+
+def budget_cut_message(settings: ToolSettings) -> str:
+    """The error a call gets when it is not run because its turn's or rollout's time is spent."""
+    return (
+        f"{BUDGET_CUT}the time for tool calls is spent ({settings.tool_turn_seconds:g} s a turn, "
+        f"{settings.tool_rollout_seconds:g} s a rollout); make fewer calls, and faster ones"
+    )
 
 
 def clip(text: str, limit: int, cut: bool = False) -> str:
@@ -75,30 +134,80 @@ def clip(text: str, limit: int, cut: bool = False) -> str:
     return f"{text[:limit]}\n[... cut at {limit} characters]"
 
 
+def quoted(value: object, limit: int = 60) -> str:
+    """A value the model passed, quoted for an error message: its repr, cut at `limit`
+    characters (an argument of 10,000 characters is not echoed back whole)."""
+    text = repr(str(value))
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
 class Environment:
-    """Base of the tool environments: `reset` and the call counters. A subclass's public methods
-    are its tools (TRL lists them on the class, skipping `reset`, `get_reward` and `_names`)."""
+    """Base of the tool environments: `reset`, the call counters and the tools' time budget. A
+    subclass's public methods are its tools (TRL lists them on the class, skipping `reset`,
+    `get_reward` and `_names`).
+
+    The calls of one rollout share `tool_rollout_seconds` of wall-clock time: a call made once
+    it is spent is not run, and the model gets `budget_cut_message` as the call's error (a
+    failed call, which the rewards see). The python environment also bounds each turn's calls
+    together (`tool_turn_seconds`) and gives each program at most the time left."""
 
     def __init__(self, settings: ToolSettings):
         self.settings = settings
         self.calls = 0  # tool calls over this instance's life (TRL reuses instances)
         self.failures = 0  # of which raised (the model saw an error)
+        self.budget_cuts = 0  # of which the time budget cut: not run, or stopped when it ran out
         self.episode_calls = 0  # tool calls since the last reset
         self.episode_failures = 0
+        self.episode_budget_cuts = 0
+        self.episode_seconds = 0.0  # wall-clock time of the tool calls since the last reset
 
     def reset(self, **row) -> None:
         """Start an episode; `row` holds the data row's columns (TRL passes them all)."""
         self.episode_calls = 0
         self.episode_failures = 0
+        self.episode_budget_cuts = 0
+        self.episode_seconds = 0.0
+
+    def _seconds_left(self) -> float:
+        """What is left of this rollout's time for tool calls."""
+        return self.settings.tool_rollout_seconds - self.episode_seconds
+
+    def _cut(self) -> ToolError:
+        """The error of a call not run because the time budget is spent (counted)."""
+        self.budget_cuts += 1
+        self.episode_budget_cuts += 1
+        return ToolError(budget_cut_message(self.settings))
+
+    def _wall_cut(self, which: str, seconds: float) -> ToolError:
+        """The error of a call stopped while running when its turn's or rollout's time ran out
+        (counted as a budget cut too)."""
+        self.budget_cuts += 1
+        self.episode_budget_cuts += 1
+        return ToolError(wall_cut_message(which, seconds))
 
     @contextlib.contextmanager
-    def _counting(self) -> Iterator[None]:
-        """Count one tool call, and a failure when it raises."""
+    def _counting(self, timed: bool = True) -> Iterator[None]:
+        """Count one tool call, and a failure when it raises (its message cut to
+        `tool_output_chars`). `timed`: the call is refused once the rollout's time is spent, and
+        its time counts against it (False: the caller keeps the time itself)."""
         self.calls += 1
         self.episode_calls += 1
+        start = time.monotonic()
         try:
+            if timed and self._seconds_left() <= 0:
+                raise self._cut()
             yield
-        except Exception:
+        except ToolError as err:
             self.failures += 1
             self.episode_failures += 1
+            raise ToolError(clip(str(err), self.settings.tool_output_chars)) from None
+        except Exception as err:
+            self.failures += 1
+            self.episode_failures += 1
+            limit = self.settings.tool_output_chars
+            if len(str(err)) > limit:
+                raise ToolError(clip(str(err), limit)) from err
             raise
+        finally:
+            if timed:
+                self.episode_seconds += time.monotonic() - start

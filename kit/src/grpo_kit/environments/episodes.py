@@ -3,16 +3,17 @@
 Each turn renders the conversation so far with the environment's tools in the chat template TRL
 trains with (its prefix-preserving `_training` variant when the model's own template is not),
 generates, parses the turn with TRL's `parse_response` (the same parser and response template as
-training), runs each tool call with `execute` (TRL's exact error results), and goes on until a
-turn makes no call, `max_iterations` tool-calling turns were made, or the exchange (turns and
-tool results, counted in tokens) reaches `max_new_tokens`.
+training), runs the turn's tool calls with `execute_turn` (TRL's order, async tools together,
+its exact error results), and goes on until a turn makes no call, `max_iterations`
+tool-calling turns were made, or the exchange (turns and tool results, counted in tokens)
+reaches `max_new_tokens`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from . import execute, tool_dict, tool_methods
+from . import execute_turn, tool_dict, tool_methods
 
 
 def tools_chat_template(tokenizer) -> str | None:
@@ -122,8 +123,7 @@ def run_episodes(
             capped = max_iterations is not None and turn >= max_iterations
             if not wants_tools or capped or used[i] >= max_new_tokens:
                 continue
-            for call in message["tool_calls"]:
-                result = execute(calls[i], call)
+            for result in execute_turn(calls[i], message["tool_calls"]):
                 used[i] += len(
                     tokenizer(str(result["content"]), add_special_tokens=False)["input_ids"]
                 )

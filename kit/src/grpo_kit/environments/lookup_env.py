@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import DataError
-from .base import Environment, ToolError, ToolSettings, clip
+from .base import Environment, ToolError, ToolSettings, clip, quoted
 
 SNIPPET_CHARS = 120  # of a document's text, shown by `search`
 COLUMN_FIELDS = ("corpus_id_column", "corpus_title_column", "corpus_text_column")
@@ -130,7 +130,8 @@ class LookupEnvironment(Environment):
                 raise ToolError("empty query: pass a few keywords")
             hits = self.corpus.search(query, self.settings.search_results)
             if not hits:
-                return f"no documents match {query!r}; try other keywords"
+                found = f"no documents match {quoted(query)}; try other keywords"
+                return clip(found, self.settings.tool_output_chars)
             lines = [
                 f"[{doc.id}] {doc.title}: "
                 + textwrap.shorten(doc.text, SNIPPET_CHARS, placeholder=" ...")
@@ -151,6 +152,6 @@ class LookupEnvironment(Environment):
             key = str(doc_id).strip().strip("[]").strip()
             document = self.corpus.by_id.get(key)
             if document is None:
-                raise ToolError(f"no document {key!r}; use an id from search")
+                raise ToolError(f"no document {quoted(key)}; use an id from search")
             self.opened.append(key)
             return clip(f"{document.title}\n{document.text}", self.settings.tool_output_chars)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from ..errors import UserError
 from .base import (
+    ERROR_METRIC,
+    TIMEOUT_METRIC,
     RewardFunc,
     RewardRange,
     RewardTimeout,
@@ -27,6 +29,8 @@ from .base import (
 )
 
 __all__ = [
+    "ERROR_METRIC",
+    "TIMEOUT_METRIC",
     "RewardFunc",
     "RewardRange",
     "RewardTimeout",

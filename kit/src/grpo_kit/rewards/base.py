@@ -86,6 +86,7 @@ def reward(
     settings: tuple[str, ...] = (),
     time_budget: float | None = None,
     conversation: bool = False,
+    metrics: Callable[[Any], dict[str, float]] | None = None,
 ) -> Callable[[Callable[..., float | None]], RewardFunc]:
     """Turn a scorer into a TRL reward function (TRL logs it under the scorer's name).
 
@@ -94,10 +95,14 @@ def reward(
     row's dataset columns as keyword arguments; with `batched=True` it receives lists (all
     completions and their columns) and returns a list, so it can parallelise. Required keyword
     parameters are checked once per batch: a missing column is a configuration error and raises,
-    while anything a completion triggers is scored `low`. `settings` names keyword-only
-    parameters that come from the recipe (see `bind`), not from the dataset. `time_budget`
-    (seconds) bounds the scorer's work on one completion: past it the completion scores `low`,
-    and the event is counted (see `time_budget`).
+    while anything a completion triggers is scored `low`, alone (a batched scorer that raises
+    is called again on each completion by itself, so its neighbours keep their scores), and
+    counted: TRL metric `rewards/<name>/errors` on every call, and a warning on each call that
+    had any. `settings` names keyword-only parameters that come from the recipe (see `bind`), not
+    from the dataset. `time_budget` (CPU seconds) bounds the scorer's work on one completion:
+    past it the completion scores `low`, and the event is counted (see `time_budget`).
+    `metrics(completion)` gives figures of one completion ({name: value}, the completion as the
+    scorer gets it) that are logged as TRL metrics, their mean over the call's completions.
     """
     if not low < high:
         raise ValueError(f"reward range must have low < high, got ({low}, {high})")
@@ -132,22 +137,29 @@ def reward(
                 for key, value in kwargs.items()
                 if key not in _TRL_EXTRA_KWARGS and isinstance(value, list) and len(value) == n
             }
+            log_metric = kwargs.get("log_metric")
+            errors: list[BaseException] = []
+            if metrics is not None:
+                _report_metrics(metrics, completions, conversation, log_metric)
             if batched:
-                return _score_batch(scorer, completions, {**columns, **fixed}, low, high)
-            scores: list[float | None] = []
+                scores = _score_batch(scorer, completions, columns, fixed, low, high, errors)
+                _report_errors(name, errors, n, low, log_metric)
+                return scores
+            scores = []
             timeouts = 0
             for i, completion in enumerate(completions):
                 row = {key: value[i] for key, value in columns.items()}
                 try:
                     with _budget(time_budget):
                         value = _score_one(
-                            scorer, completion, {**row, **fixed}, low, high, conversation
+                            scorer, completion, {**row, **fixed}, low, high, conversation, errors
                         )
                 except RewardTimeout:
                     value, timeouts = low, timeouts + 1
                 scores.append(value)
             if time_budget is not None or timeouts:
-                _report_timeouts(name, timeouts, n, time_budget, low, kwargs.get("log_metric"))
+                _report_timeouts(name, timeouts, n, time_budget, low, log_metric)
+            _report_errors(name, errors, n, low, log_metric)
             return scores
 
         reward_func.reward_range = RewardRange(low, high)  # type: ignore[attr-defined]
@@ -188,28 +200,40 @@ def _required_columns(scorer: Callable[..., Any]) -> list[str]:
     ]
 
 
-_warned: set[str] = set()
+ERROR_METRIC = "rewards/{name}/errors"  # completions a guard scored low, on every call
 
 
-def _warn_once(scorer: Callable, err: Exception, low: float) -> None:
-    if scorer.__name__ not in _warned:
-        _warned.add(scorer.__name__)
-        logger.warning(
-            "reward %s failed on a completion (%r); scored %s", scorer.__name__, err, low
-        )
-
-
-def _score_batch(scorer, completions, columns, low, high) -> list[float | None]:
+def _score_batch(scorer, completions, columns, fixed, low, high, errors) -> list[float | None]:
+    """The batched scorer on all completions (`columns`: the rows' columns, lists aligned with
+    them; `fixed`: the recipe settings); when it raises or returns the wrong number of scores,
+    on each completion alone, so only the ones that fail score `low`."""
     texts = [completion_text(c) for c in completions]
     try:
-        values = list(scorer(texts, **columns))
-    except Exception as err:  # a batch must never crash training
-        _warn_once(scorer, err, low)
-        return [low] * len(texts)
-    if len(values) != len(texts):
-        _warn_once(scorer, ValueError(f"{len(values)} scores for {len(texts)} completions"), low)
-        return [low] * len(texts)
+        values = list(scorer(texts, **columns, **fixed))
+        if len(values) != len(texts):
+            raise ValueError(f"{len(values)} scores for {len(texts)} completions")
+    except Exception as err:  # a batch must never crash training, nor one completion the rest
+        if len(texts) == 1:
+            errors.append(err)
+            return [low]
+        return [
+            _scored_alone(scorer, text, columns, fixed, i, low, high, errors)
+            for i, text in enumerate(texts)
+        ]
     return [_clean(value, low, high) for value in values]
+
+
+def _scored_alone(scorer, text, columns, fixed, index, low, high, errors) -> float | None:
+    """A batched scorer's value for the completion at `index`, scored as a batch of one."""
+    row = {key: [value[index]] for key, value in columns.items()}
+    try:
+        values = list(scorer([text], **row, **fixed))
+        if len(values) != 1:
+            raise ValueError(f"{len(values)} scores for 1 completion")
+    except Exception as err:
+        errors.append(err)
+        return low
+    return _clean(values[0], low, high)
 
 
 def _score_one(
@@ -219,6 +243,7 @@ def _score_one(
     low: float,
     high: float,
     conversation: bool = False,
+    errors: list | None = None,
 ) -> float | None:
     try:
         given = completion_messages(completion) if conversation else completion_text(completion)
@@ -226,7 +251,8 @@ def _score_one(
     except RewardTimeout:
         raise
     except Exception as err:  # a completion must never crash training
-        _warn_once(scorer, err, low)
+        if errors is not None:
+            errors.append(err)
         return low
     return _clean(value, low, high)
 
@@ -246,12 +272,17 @@ def _clean(value, low: float, high: float) -> float | None:
 
 # --- time budgets -----------------------------------------------------------------------------
 # A parser that can be made to work for minutes (math-verify on `9^{9^{9^{9}}}`, a schema's
-# backtracking `pattern`) runs under a budget. In the main thread, where TRL calls rewards, a
-# SIGALRM timer interrupts the work; elsewhere signals cannot, so the budget is checked when
-# the work ends (the completion still scores low and is counted, but its time was spent).
+# backtracking `pattern`) runs under a budget of CPU time: the machine being busy (other
+# processes, the host's load) slows the work down but does not spend its budget, so a verdict
+# does not depend on the load. In the main thread, where TRL calls rewards, a SIGALRM timer
+# ticks and interrupts the work once its CPU time is spent; elsewhere signals cannot, so the
+# budget is checked when the work ends (the completion still scores low and is counted, but its
+# time was spent). Work that waits without computing is stopped at WALL_FACTOR x the budget.
 
 TIMEOUT_METRIC = "rewards/{name}/timeouts"  # logged through TRL's `log_metric` on every call
-_RETRY_S = 0.05  # the timer fires again while code that swallows exceptions holds it up
+WALL_FACTOR = 10.0  # wall-clock cap of a budget, in budgets (work blocked, not computing)
+_RETRY_S = 0.05  # the timer ticks this often once the budget's wall time has passed
+_active = threading.local()  # per thread, the budgets open in it (innermost last)
 
 
 class RewardTimeout(Exception):
@@ -265,13 +296,16 @@ class _Interrupt(BaseException):
 
 
 def time_budget(seconds: float) -> _TimeBudget:
-    """A context manager that raises `RewardTimeout` when its block runs longer than `seconds`.
+    """A context manager that raises `RewardTimeout` when its block has used more than `seconds`
+    of CPU time (the thread's own: `time.thread_time`), or has run for WALL_FACTOR times that
+    on the wall clock (work that waits instead of computing).
 
-    In the main thread the block is interrupted (a SIGALRM timer, firing again every
-    `_RETRY_S` while code that swallows exceptions holds it up); in other threads it runs to the
-    end and the budget is checked afterwards. A budget inside another pauses the outer one: the
-    inner block's time is not the outer block's (a row's gold answer, parsed once and cached,
-    does not count against the completion that first needed it)."""
+    In the main thread the block is interrupted (a SIGALRM timer that first fires after
+    `seconds` and then every `_RETRY_S`, checking the CPU time spent, and getting through code
+    that swallows exceptions); in other threads it runs to the end and the budget is checked
+    afterwards. A budget inside another pauses the outer one: the inner block's time is not the
+    outer block's (a row's gold answer, parsed once and cached, does not count against the
+    completion that first needed it)."""
     return _TimeBudget(seconds)
 
 
@@ -281,8 +315,12 @@ class _TimeBudget:
         self.running = False
 
     def __enter__(self) -> _TimeBudget:
-        self.start = time.monotonic()
+        self.paused_cpu = self.paused_wall = 0.0  # spent in inner budgets
         self.main = threading.current_thread() is threading.main_thread()
+        if not hasattr(_active, "budgets"):
+            _active.budgets = []
+        _active.budgets.append(self)
+        self.start_cpu, self.start_wall = time.thread_time(), time.monotonic()
         self.running = True
         if self.main:
             self.previous = signal.signal(signal.SIGALRM, self._alarm)
@@ -290,10 +328,14 @@ class _TimeBudget:
         return self
 
     def _alarm(self, signum, frame) -> None:
-        # Only the block is interrupted: a timer that fires while __enter__ starts it (the
-        # machine being busy) fires again _RETRY_S later, in the block; one that fires as the
-        # block ends is too late to matter.
-        if self.running and (frame is None or frame.f_code not in _OWN_CODE):
+        # Only the block is interrupted, and only once its CPU time is spent: a timer that
+        # fires while __enter__ starts it (the machine being busy) fires again _RETRY_S later,
+        # in the block; one that fires as the block ends is too late to matter.
+        if not self.running or (frame is not None and frame.f_code in _OWN_CODE):
+            return
+        cpu = time.thread_time() - self.start_cpu - self.paused_cpu
+        wall = time.monotonic() - self.start_wall - self.paused_wall
+        if cpu >= self.seconds or wall >= self.seconds * WALL_FACTOR:
             raise _Interrupt
 
     def __exit__(self, kind, error, traceback) -> bool:
@@ -303,14 +345,28 @@ class _TimeBudget:
             signal.signal(signal.SIGALRM, self.previous)
             if self.outer[0]:  # an enclosing budget (or another timer): resume it where it was
                 signal.setitimer(signal.ITIMER_REAL, *self.outer)
+        cpu_total = time.thread_time() - self.start_cpu
+        wall_total = time.monotonic() - self.start_wall
+        budgets = _active.budgets
+        if budgets and budgets[-1] is self:
+            budgets.pop()
+            if budgets:  # the enclosing budget does not pay for this block
+                budgets[-1].paused_cpu += cpu_total
+                budgets[-1].paused_wall += wall_total
         if kind is _Interrupt:
-            raise RewardTimeout(f"interrupted after {self.seconds:g} s") from None
-        if kind is None and time.monotonic() - self.start > self.seconds and not self.main:
-            raise RewardTimeout(f"ran {time.monotonic() - self.start:.2f} s, over {self.seconds:g}")
+            raise RewardTimeout(f"interrupted after {self.seconds:g} CPU s") from None
+        cpu, wall = cpu_total - self.paused_cpu, wall_total - self.paused_wall
+        over = cpu > self.seconds or wall > self.seconds * WALL_FACTOR
+        if kind is None and over and not self.main:
+            raise RewardTimeout(f"used {cpu:.2f} CPU s ({wall:.2f} s), over {self.seconds:g}")
         return False
 
 
-_OWN_CODE = (_TimeBudget.__enter__.__code__, _TimeBudget.__exit__.__code__)
+_OWN_CODE = (
+    _TimeBudget.__enter__.__code__,
+    _TimeBudget.__exit__.__code__,
+    _TimeBudget._alarm.__code__,
+)
 
 
 def _budget(seconds: float | None) -> contextlib.AbstractContextManager:
@@ -333,6 +389,45 @@ def _report_timeouts(
             f" of {seconds:g} s" if seconds is not None else "",
             low,
         )
+
+
+def _report_errors(name: str, errors: list, total: int, low: float, log_metric) -> None:
+    """Count the completions a guard scored `low` (the scorer raised on them): a TRL metric on
+    every call (0 included) and a warning, with the first error, on each call that had any."""
+    if callable(log_metric):
+        log_metric(ERROR_METRIC.format(name=name), float(len(errors)))
+    if errors:
+        logger.warning(
+            "reward %s failed on %d of %d completion(s) (first: %r); scored %s",
+            name,
+            len(errors),
+            total,
+            errors[0],
+            low,
+        )
+
+
+def _report_metrics(metrics, completions: list, conversation: bool, log_metric) -> None:
+    """The mean over the completions of each figure `metrics(completion)` gives, logged through
+    TRL's `log_metric` (a completion whose figures cannot be had counts 0)."""
+    if not callable(log_metric) or not completions:
+        return
+    totals: dict[str, float] = {}
+    for completion in completions:
+        given = completion_messages(completion) if conversation else completion_text(completion)
+        try:
+            figures = dict(metrics(given))
+        except Exception:  # figures are for the logs; they never fail a reward
+            continue
+        for key, value in figures.items():
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(number):
+                totals[key] = totals.get(key, 0.0) + number
+    for key in sorted(totals):
+        log_metric(key, totals[key] / len(completions))
 
 
 def call_like_trl(func: RewardFunc, completions: list, rows: list[dict]) -> list:

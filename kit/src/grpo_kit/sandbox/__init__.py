@@ -12,6 +12,19 @@ that runs programs one after another; nothing a program leaves (processes, files
 Any test snippet works (MBPP `assert f(x) == y` lines, HumanEval `check(candidate)` code, loops,
 helpers), with one documented limit: a test can compare values, not the program's own objects
 (an instance of a class the program defines equals only itself; compare its fields instead).
+The judge decides from plain data only: it iterates a program's object for `x in obj`, and
+refuses the truth value, hash and comparison with a value of one (the test fails), so a program
+that computes nothing passes no `assert f(x)`, `f(x) != y` or `x in f(...)`; an exception a
+program raises reaches the test as itself, except StopIteration outside `next()` (it would end a
+`map`/`filter` early and pass the test).
+
+`Limits.timeout` is CPU seconds (program and tests) plus the seconds the program waits (sleeps,
+blocks), so a busy machine does not change a verdict; a program holds its sandbox at most
+`Limits.wall_limit` (`timeout / harness.MIN_SHARE`) wall-clock seconds. A caller with a deadline
+of its own (a tool turn's time) also passes `wall_seconds`: a job then ends after at most that
+many wall-clock seconds from its start, whatever CPU time it has left, and its result says so
+(`timed_out` and `wall_cut`); the CPU timeout stays as configured, so a job that starts late
+keeps all of it on an idle machine.
 
 `run_code` runs a whole program without tests (a tool call, say) in the same sandboxes, under
 the same limits, and returns what it printed (stdout and stderr, cut at a size: a program that
@@ -37,14 +50,16 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..errors import UserError
 from .arguments import SandboxArguments
-from .harness import test_problem
+from .harness import MIN_SHARE, test_problem
 from .isolation import (
     FIX,
+    HARNESS,
     MODES,
     PROCESS_WARNING,
     Interpreter,
@@ -75,6 +90,7 @@ GRACE = 0.5  # seconds past the timeout before the trainer kills a sandbox that 
 START_TIMEOUT = 60.0  # seconds for a sandbox to start (bubblewrap, Python, preloaded modules)
 PIPE_BYTES = 1 << 20  # pipe capacity asked for; larger payloads are written by a thread
 MAX_OUTPUT_CHARS = 65_536  # most output `run_code` returns (the answer must fit one message)
+ENDED = "the sandbox stopped before the program finished"  # a job's error when its sandbox died
 
 
 class SandboxUnavailable(UserError):
@@ -94,6 +110,7 @@ class TestRun:
     timed_out: bool = False
     error: str = ""  # why the first failing test failed (the program's error, or the exception)
     verdicts: tuple[bool, ...] = ()
+    wall_cut: bool = False  # timed out at the call's `wall_seconds`, before its CPU timeout
 
     @property
     def fraction(self) -> float:
@@ -108,6 +125,7 @@ class CodeRun:
     error: str = ""  # `Type: message` when it raised (or how it ended); "" when it ran to the end
     timed_out: bool = False
     truncated: bool = False  # it printed more than max_output_chars and was stopped there
+    wall_cut: bool = False  # timed out at the call's `wall_seconds`, before its CPU timeout
 
     @property
     def ok(self) -> bool:
@@ -150,12 +168,12 @@ class Pool:
         self.lock = threading.Lock()
         weakref.finalize(self, _stop_all, self.workers)
 
-    def run(self, limits: Limits, jobs: list[Job], level: str, python: Interpreter):
+    def run(self, limits: Limits, jobs: list, level: str, python: Interpreter, wall=None):
         with self.lock:
             if os.getpid() != self.owner:  # a forked copy: the workers belong to the parent
                 self.workers.clear()
                 self.owner = os.getpid()
-            return _schedule(self.workers, limits, jobs, level, python)
+            return _schedule(self.workers, limits, jobs, level, python, wall)
 
 
 def _stop_all(workers: list) -> None:
@@ -173,7 +191,7 @@ class Limits:
     them (started on first use, stopped with this object or at exit)."""
 
     # The recipe's defaults (SandboxArguments): one place for each.
-    timeout: float = _DEFAULTS.sandbox_timeout  # wall-clock seconds, program and all its tests
+    timeout: float = _DEFAULTS.sandbox_timeout  # CPU seconds, program and all its tests (below)
     memory_mb: int = _DEFAULTS.sandbox_memory_mb  # address space of the program (and the judge)
     workers: int = _DEFAULTS.sandbox_workers  # sandboxes running programs in parallel
     isolation: str = _DEFAULTS.sandbox_isolation  # auto | bubblewrap | unshare | process
@@ -181,6 +199,14 @@ class Limits:
     disk_mb: int = 64  # the sandbox's private tmpfs (all files a program writes)
     file_bytes: int = 8_000_000  # largest single file a program may write
     pool: Pool = field(default_factory=Pool, compare=False, repr=False, hash=False)
+
+    @property
+    def wall_limit(self) -> float:
+        """The most wall-clock seconds one program holds a sandbox. A program's `timeout` counts
+        the CPU seconds of its processes and the seconds it waits (sleeps, blocks), not the
+        seconds a busy machine keeps it from a CPU, so host load does not change its verdict;
+        only below `MIN_SHARE` of a CPU does waiting for one count too."""
+        return self.timeout / MIN_SHARE
 
     def level(self) -> tuple[str, Interpreter]:
         """(isolation level, interpreter) used here; raises SandboxUnavailable with the fix."""
@@ -206,7 +232,8 @@ class Limits:
         facts = self.describe()
         return (
             f"{facts['isolation']} isolation + seccomp, Python {facts['python']} "
-            f"({facts['interpreter']}); {self.workers} worker(s), per program {self.timeout:g} s, "
+            f"({facts['interpreter']}); {self.workers} worker(s), per program {self.timeout:g} "
+            f"CPU s (at most {self.wall_limit:g} s), "
             f"{self.memory_mb} MB memory, {self.disk_mb} MB disk"
         )
 
@@ -230,14 +257,25 @@ def describe(limits: Limits) -> dict:
     return limits.describe()
 
 
-def run_many(jobs: Sequence, limits: Limits) -> list[TestRun]:
+def run_many(jobs: Sequence, limits: Limits, wall_seconds: float | None = None) -> list[TestRun]:
     """Run jobs (`Job`s or (program, tests, setup) tuples) on `limits.workers` sandboxes, in
-    order. Raises SandboxUnavailable when no sandbox of the configured level works here."""
+    order; `wall_seconds`: each job's wall-clock cap besides its CPU timeout (module docstring).
+    Raises SandboxUnavailable when no sandbox of the configured level works here."""
+    wall = _wall(wall_seconds)
     jobs = [Job.of(job) for job in jobs]
     if not jobs:
         return []
     level, python = limits.level()
-    return limits.pool.run(limits, jobs, level, python)
+    return limits.pool.run(limits, jobs, level, python, wall)
+
+
+def _wall(seconds: float | None) -> float | None:
+    """A job's wall-clock cap, checked: None (none but `Limits.wall_limit`) or seconds > 0."""
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise ValueError(f"wall_seconds must be a number of seconds above 0, got {seconds!r}")
+    return float(seconds)
 
 
 def run_tests(
@@ -247,30 +285,41 @@ def run_tests(
     limits: Limits | None = None,
     prelude: str = "",
     remote: Sequence[str] = (),
+    wall_seconds: float | None = None,
 ) -> TestRun:
     """Run `program`, then judge each test snippet (e.g. `assert f(1) == 2`) against it."""
     job = Job(program, tuple(tests), setup, prelude, tuple(remote))
-    return run_many([job], limits or Limits())[0]
+    return run_many([job], limits or Limits(), wall_seconds)[0]
 
 
 def run_programs(
-    sources: Sequence[str], limits: Limits, max_output_chars: int = 10_000
+    sources: Sequence[str],
+    limits: Limits,
+    max_output_chars: int = 10_000,
+    wall_seconds: float | None = None,
 ) -> list[CodeRun]:
     """Run whole programs (as `__main__`, no tests) on `limits.workers` sandboxes, in order, each
-    under the same isolation, seccomp filter, rlimits and timeout as a program under test.
+    under the same isolation, seccomp filter, rlimits and timeout as a program under test;
+    `wall_seconds`: each program's wall-clock cap besides its CPU timeout (module docstring).
     Raises SandboxUnavailable when no sandbox of the configured level works here."""
     if not 1 <= max_output_chars <= MAX_OUTPUT_CHARS:
         raise ValueError(f"max_output_chars must be 1..{MAX_OUTPUT_CHARS}, got {max_output_chars}")
+    wall = _wall(wall_seconds)
     jobs = [Script(str(source), max_output_chars) for source in sources]
     if not jobs:
         return []
     level, python = limits.level()
-    return limits.pool.run(limits, jobs, level, python)
+    return limits.pool.run(limits, jobs, level, python, wall)
 
 
-def run_code(source: str, limits: Limits | None = None, max_output_chars: int = 10_000) -> CodeRun:
+def run_code(
+    source: str,
+    limits: Limits | None = None,
+    max_output_chars: int = 10_000,
+    wall_seconds: float | None = None,
+) -> CodeRun:
     """Run one whole program in the sandbox and return what it printed and how it ended."""
-    return run_programs([source], limits or Limits(), max_output_chars)[0]
+    return run_programs([source], limits or Limits(), max_output_chars, wall_seconds)[0]
 
 
 @lru_cache(maxsize=16)
@@ -345,6 +394,25 @@ def _write_all(fd: int, payload: bytes) -> None:
     os.close(fd)
 
 
+_launchers: dict[int, ThreadPoolExecutor] = {}  # per process (a fork has its own): the thread
+_launchers_lock = threading.Lock()
+
+
+def _popen(argv: list[str], **options) -> subprocess.Popen:
+    """`subprocess.Popen(argv, **options)`, started from one thread that lives as long as this
+    process: bubblewrap's --die-with-parent kills a sandbox when the *thread* that started it
+    ends (PR_SET_PDEATHSIG is per thread), so a worker started from a short-lived thread (a tool
+    turn's `asyncio.to_thread`, a request handler's) would die with it and its next job fail."""
+    with _launchers_lock:
+        launcher = _launchers.get(os.getpid())
+        if launcher is None:
+            _launchers.clear()  # a forked copy: the parent's thread is not here
+            launcher = _launchers[os.getpid()] = ThreadPoolExecutor(
+                1, thread_name_prefix="grpo-sandbox-launcher"
+            )
+    return launcher.submit(subprocess.Popen, argv, **options).result()
+
+
 class Worker:
     """One sandbox: the isolation tool, the harness's fork server inside, and its socket."""
 
@@ -355,7 +423,7 @@ class Worker:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             plan = launch(level, python, self.scratch, disk_mb * 1024 * 1024, child.fileno())
-            self.process = subprocess.Popen(
+            self.process = _popen(
                 plan.argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -375,19 +443,25 @@ class Worker:
         self.socket.sendall(json.dumps(plan.config).encode())
         self.ready = False
         self.job: int | None = None
+        self.capped = False  # the job's wall-clock cap (wall_seconds) comes before wall_limit
         self.next_id = 0
         self.deadline = time.monotonic() + START_TIMEOUT
 
     def fileno(self) -> int:
         return self.socket.fileno()
 
-    def start(self, index: int, job: Job, limits: Limits) -> None:
+    def start(self, index: int, job: Job, limits: Limits, wall: float | None = None) -> None:
+        """Send job `index` to the harness; `wall`: its wall-clock cap (seconds from now)
+        besides its CPU timeout."""
         self.next_id += 1
         self.job = index
-        self.deadline = time.monotonic() + limits.timeout + GRACE
+        self.capped = wall is not None and wall < limits.wall_limit
+        self.deadline = time.monotonic() + (wall if self.capped else limits.wall_limit) + GRACE
         ident = self.next_id
         limits_message = {"timeout": limits.timeout, "memory_mb": limits.memory_mb,
                           "file_bytes": limits.file_bytes}  # fmt: skip
+        if self.capped:
+            limits_message["wall"] = wall
         if isinstance(job, Script):
             control = {"id": ident, "limits": limits_message,
                        "run": {"max_chars": job.max_output_chars}}  # fmt: skip
@@ -420,8 +494,16 @@ class Worker:
             return None
         return message if isinstance(message, dict) else None
 
+    def scrub(self, text: str) -> str:
+        """`text` (an error a model may read) without this machine's paths: the harness's folder
+        and the worker's scratch folder (the process-only sandbox's directory) as the sandbox
+        names them."""
+        text = text.replace(str(HARNESS.parent), "/sandbox")
+        return text.replace(os.path.join(self.scratch, "tmp"), "/tmp").replace(self.scratch, "")
+
     def why(self) -> str:
-        """The tail of the sandbox's stderr (bubblewrap's or the harness's complaints)."""
+        """The tail of the sandbox's stderr (bubblewrap's or the harness's complaints): for the
+        trainer's log and errors, never for a program's result (it names host paths)."""
         with contextlib.suppress(OSError, ValueError):
             self.errors.seek(0)
             text = self.errors.read()[-2000:].decode("utf-8", "replace").strip()
@@ -442,31 +524,37 @@ class Worker:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-def _result(message: dict, job: Job | Script) -> TestRun | CodeRun:
+def _result(message: dict, job: Job | Script, scrub) -> TestRun | CodeRun:
+    timed_out = bool(message.get("timed_out"))
+    wall_cut = timed_out and message.get("wall_cut") is True
     if isinstance(job, Script):
-        return CodeRun(str(message.get("output") or ""), str(message.get("error") or ""),
-                       bool(message.get("timed_out")), bool(message.get("truncated")))  # fmt: skip
+        return CodeRun(str(message.get("output") or ""), scrub(str(message.get("error") or "")),
+                       timed_out, bool(message.get("truncated")), wall_cut)  # fmt: skip
     verdicts = message.get("verdicts") or {}
-    flags, error = [], str(message.get("error") or "")
+    flags, error = [], scrub(str(message.get("error") or ""))
     for index in range(len(job.tests)):
         ok, why = (verdicts.get(str(index)) or [False, "not run"])[:2]
         flags.append(ok is True)
         if ok is not True and not error:
-            error = f"test {index}: {why}"
-    return TestRun(sum(flags), len(job.tests), bool(message.get("timed_out")), error, tuple(flags))
+            error = scrub(f"test {index}: {why}")
+    return TestRun(sum(flags), len(job.tests), timed_out, error, tuple(flags), wall_cut)
 
 
-def _failed(job: Job | Script, error: str, timed_out: bool = False) -> TestRun | CodeRun:
+def _failed(
+    job: Job | Script, error: str, timed_out: bool = False, wall_cut: bool = False
+) -> TestRun | CodeRun:
+    wall_cut = timed_out and wall_cut
     if isinstance(job, Script):
-        return CodeRun("", "" if timed_out else error, timed_out)
-    return TestRun(0, len(job.tests), timed_out, error, (False,) * len(job.tests))
+        return CodeRun("", "" if timed_out else error, timed_out, wall_cut=wall_cut)
+    return TestRun(0, len(job.tests), timed_out, error, (False,) * len(job.tests), wall_cut)
 
 
-def _schedule(workers, limits: Limits, jobs: list, level: str, python: Interpreter):
-    """Run `jobs` on `workers` (a pool's list, started and replaced as needed), in order."""
+def _schedule(workers, limits: Limits, jobs: list, level: str, python: Interpreter, wall=None):
+    """Run `jobs` on `workers` (a pool's list, started and replaced as needed), in order; `wall`:
+    each job's wall-clock cap in seconds (None: `limits.wall_limit` only)."""
     results = [None if isinstance(job, Script) or job.tests else TestRun(0, 0) for job in jobs]
     try:
-        _run_jobs(workers, limits, jobs, level, python, results)
+        _run_jobs(workers, limits, jobs, level, python, results, wall)
     finally:  # interrupted (or a sandbox would not start): no worker keeps a job of this call
         for worker in [w for w in workers if w.job is not None]:
             _retire(workers, worker)
@@ -476,7 +564,7 @@ def _schedule(workers, limits: Limits, jobs: list, level: str, python: Interpret
     ]
 
 
-def _run_jobs(workers, limits, jobs, level, python, results) -> None:
+def _run_jobs(workers, limits, jobs, level, python, results, wall=None) -> None:
     pending = deque(index for index, result in enumerate(results) if result is None)
     wanted = max(1, min(limits.workers, len(pending)))
     failures, attempts = 0, [0] * len(jobs)
@@ -490,7 +578,7 @@ def _run_jobs(workers, limits, jobs, level, python, results) -> None:
                     continue
                 index = pending.popleft()
                 try:
-                    worker.start(index, jobs[index], limits)
+                    worker.start(index, jobs[index], limits, wall)
                     attempts[index] += 1
                 except OSError:  # its socket closed under us: another worker takes the job
                     worker.job = None
@@ -506,10 +594,12 @@ def _run_jobs(workers, limits, jobs, level, python, results) -> None:
             message = worker.receive()
             if message is None or (not worker.ready and not message.get("ready")):
                 why = worker.why() if message is None else message.get("problem")
+                if worker.job is not None:
+                    logger.warning("code sandbox: a %s sandbox ended: %s", worker.level, why)
                 if worker.job is not None and attempts[worker.job] < 2:
                     pending.appendleft(worker.job)  # killed from outside: once more elsewhere
-                elif worker.job is not None:
-                    results[worker.job] = _failed(jobs[worker.job], f"sandbox ended: {why}")
+                elif worker.job is not None:  # what it said stays in the log (host paths)
+                    results[worker.job] = _failed(jobs[worker.job], ENDED)
                 elif not worker.ready:
                     failures += 1
                     if failures >= 3 or not any(w.ready for w in workers if w is not worker):
@@ -520,14 +610,15 @@ def _run_jobs(workers, limits, jobs, level, python, results) -> None:
                 worker.ready, failures = True, 0
             elif worker.job is not None:
                 index, worker.job = worker.job, None
-                results[index] = _result(message, jobs[index])
+                results[index] = _result(message, jobs[index], worker.scrub)
                 if message.get("recycle"):
                     _retire(workers, worker)
         now = time.monotonic()
         for worker in [w for w in waiting if w.deadline <= now and w in workers]:
             if worker.job is not None:  # the harness did not answer in time: kill the sandbox
                 job = jobs[worker.job]
-                results[worker.job] = _failed(job, "timed out (sandbox killed)", timed_out=True)
+                results[worker.job] = _failed(job, "timed out (sandbox killed)", timed_out=True,
+                                              wall_cut=worker.capped)  # fmt: skip
             elif not worker.ready:
                 _retire(workers, worker)
                 raise SandboxError(f"the sandbox did not start in {START_TIMEOUT:.0f} s")

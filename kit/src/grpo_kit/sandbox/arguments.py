@@ -16,14 +16,16 @@ class SandboxArguments:
         default=2, metadata={"help": "programs run in parallel when scoring a batch"}
     )
     sandbox_timeout: float = field(
-        default=5.0, metadata={"help": "wall-clock seconds per program, tests included"}
+        default=5.0,
+        metadata={"help": "CPU seconds per program, tests included (waits count, host load not)"},
     )
     sandbox_memory_mb: int = field(default=512, metadata={"help": "memory limit per program"})
-    # `process` opts into the weaker process-only sandbox (warned about on every run).
+    # `process` opts into the weaker process-only sandbox: isolation.PROCESS_WARNING, logged on
+    # every run and shown by `make doctor`, says what it still stops and what it does not.
     sandbox_isolation: str = field(
         default="auto",
         metadata={
-            "help": "auto: bubblewrap, else unshare, else refuse; `process` = weaker, warned"
+            "help": "auto: bubblewrap, else unshare, else refuse; process: your files, warned"
         },
     )
     sandbox_python: str | None = field(

@@ -4,27 +4,39 @@ Started inside the OS sandbox (see `isolation.py`) as `python -S -s -B -P harnes
 standard library only, on any supported Python. It talks to the trainer over one Unix socket
 (fd `<fd>`): a config message, then per job a message `{"id", "limits"}` carrying two pipe read
 ends, one holding the program and one holding the tests. The server never reads either: it
-forks
+forks, from its own clean state,
 
 * the **program** process, which reads only the program pipe, runs the program, then answers
   requests about its names ("call this function with these arguments") with plain data, and
 * the **judge** process, which reads only the tests pipe and runs the tests. Every name the
   tests use that the program defines is a proxy: calling it sends the arguments to the program
   process and brings back the result as plain data (numbers, strings, lists, dicts, tuples,
-  sets, ...; anything else stays a handle that only equals itself).
+  sets, ...; anything else stays a handle that only equals itself, see `Remote`),
+
+and hands the judge's verdict pipe to the **collector**, a process forked once at start, which
+reads the verdicts within the job's time (`Budget`), has the server kill and reap the job's
+processes and then answers the trainer. Nothing is ever forked from the collector, and the
+server never holds a job's output, verdicts or errors, so a job finds nothing of an earlier one
+in its memory (no live frame, object or freed heap).
 
 A job whose message carries `"run"` (and one pipe, the program's) has no tests: the server forks
 only a **script** process that runs the program as `__main__` with its stdout and stderr on a
-pipe the server reads, up to a size limit (past it, the program is stopped), and answers with
+pipe the collector reads, up to a size limit (past it, the program is stopped); the answer is
 that output and the program's error, under the same isolation, seccomp filter and rlimits.
+Whether the program failed is its exit status; its error report is read, bounded, only to name
+the failure.
 
 So the expected values and the test code never enter the program's address space (not even
 the server's, from which it is forked), and the verdict is decided in the judge: printing,
 exiting, signal tricks, frame walking, patched builtins or objects that equal everything cannot
 change it. Both children run under a seccomp filter (no new processes, no signals or ptrace to
-other processes, no namespaces or mounts, no network sockets), lowered rlimits, an empty
-working directory, and stdin/stdout/stderr on /dev/null. After each job every process but the
-server is killed and the writable directory is wiped.
+other processes, no file owners that would signal one, no namespaces or mounts, no network
+sockets, no memfds or descriptors passed through sockets), lowered rlimits, an empty working
+directory, and stdin/stdout/stderr on /dev/null. A job's time is its CPU seconds plus the time it
+waits (`Budget`), not the machine's load; a job whose limits carry `"wall"` also ends after that
+many wall-clock seconds (its caller's deadline), and its answer says which cut it (`wall_cut`).
+After each job its processes are killed and reaped
+(before the trainer gets the answer) and the writable directory is wiped.
 """
 
 import builtins
@@ -95,7 +107,10 @@ def receive(fd: int):
     body = _read_exactly(fd, size)
     if body is None:
         raise ValueError("message cut short")
-    return json.loads(body, parse_constant=_refuse_constant)
+    try:
+        return json.loads(body, parse_constant=_refuse_constant)
+    except RecursionError:  # `[[[[...`: deeper than the parser's stack
+        raise ValueError("message nested too deeply") from None
 
 
 # --- plain data --------------------------------------------------------------------------------
@@ -150,8 +165,8 @@ def encode(value, handle, depth: int = 0):
                                        encode(value.denominator, handle, depth)]}  # fmt: skip
     if kind is decimal.Decimal:
         return {"#": "Decimal", "v": str(value)}
-    naive = getattr(value, "tzinfo", None) is None
-    if kind in (datetime.date, datetime.datetime, datetime.time) and naive:
+    dated = kind in (datetime.date, datetime.datetime, datetime.time)
+    if dated and getattr(value, "tzinfo", None) is None:  # naive: no time zone object
         return {"#": kind.__name__, "v": value.isoformat()}
     if kind is datetime.timedelta:
         return {"#": "timedelta", "v": [value.days, value.seconds, value.microseconds]}
@@ -317,11 +332,8 @@ class Program:
             return {"ok": encode(getattr(target, str(request.get("name"))), self.handle)}
         if op == "item":
             return {"ok": encode(target[decode(request.get("key"), self.resolve)], self.handle)}
-        if op == "contains":
-            return {"ok": bool(decode(request.get("item"), self.resolve) in target)}
-        if op in ("len", "bool", "str", "repr", "iter", "next", "hash"):
-            function = {"len": len, "bool": bool, "str": str, "repr": repr, "iter": iter,
-                        "next": next, "hash": hash}[op]  # fmt: skip
+        if op in ("len", "str", "repr", "iter", "next"):
+            function = {"len": len, "str": str, "repr": repr, "iter": iter, "next": next}[op]
             return {"ok": encode(function(target), self.handle)}
         raise ValueError("unknown request")
 
@@ -363,16 +375,18 @@ def _text_stream(fd: int):
     return open(fd, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
 
 
-def script_main(job_id: int, source_fd: int, output: int, status: int) -> None:
-    """Run a whole program as `__main__`: what it prints goes to `output`, then `status` gets
-    `{"id", "error"}` (`Type: message`, or "" when it ran to the end or exited with status 0)."""
+def script_main(job_id: int, source_fd: int, output: int, report: int) -> bool:
+    """Run a whole program as `__main__`: what it prints goes to `output`. True when it failed
+    (then `report` gets `{"id", "error"}`, `Type: message`, and the process exits with status
+    1). The report comes from the program's own process, so it is only ever the program's word:
+    the server goes by the exit status and reads a report only to name a failure."""
     try:
         message = receive(source_fd)
     except ValueError:
         message = None
     os.close(source_fd)
     if not isinstance(message, dict) or message.get("id") != job_id:
-        return
+        return True
     os.dup2(output, 1)
     os.dup2(output, 2)
     os.close(output)
@@ -391,7 +405,9 @@ def script_main(job_id: int, source_fd: int, output: int, status: int) -> None:
     for stream in (sys.stdout, sys.stderr, *streams):
         with contextlib.suppress(BaseException):
             stream.flush()
-    send(status, {"id": job_id, "error": error})
+    if error:
+        send(report, {"id": job_id, "error": error})
+    return bool(error)
 
 
 # --- the judge process -------------------------------------------------------------------------
@@ -402,7 +418,13 @@ class RemoteError(Exception):
 
 
 class Remote:
-    """An object that lives in the program process: usable, never equal to a local value."""
+    """An object that lives in the program process. The judge can call it, read its attributes
+    and items, iterate it (each item comes back as plain data) and ask its len/str/repr (an int
+    or a str, checked); it equals only itself. Everything else the judge decides from plain data
+    or refuses with a TypeError (the test fails): the object's truth value, its hash, whether
+    it equals or differs from a value, so an object that computes nothing passes no
+    `assert f(x)`, `f(x) != y` or `f(x) not in {...}`; membership (`x in f(...)`) is decided by
+    the judge over the items the object yields, never by the object's own `__contains__`."""
 
     __slots__ = ("_link", "_handle", "_type")
 
@@ -421,13 +443,13 @@ class Remote:
         return self._link.ask({"op": "item", "h": self._handle, "key": self._link.out(key)})
 
     def __contains__(self, item):
-        return self._link.ask({"op": "contains", "h": self._handle, "item": self._link.out(item)})
+        return any(value is item or value == item for value in self)
 
     def __len__(self):
         return _exact(self._link.ask({"op": "len", "h": self._handle}), int)
 
     def __bool__(self):
-        return _exact(self._link.ask({"op": "bool", "h": self._handle}), bool)
+        raise self._not_a_value("has no truth value the judge can check")
 
     def __iter__(self):
         return self._link.ask({"op": "iter", "h": self._handle})
@@ -442,13 +464,21 @@ class Remote:
         return _exact(self._link.ask({"op": "str", "h": self._handle}), str)
 
     def __hash__(self):
-        return hash((Remote, self._handle))
+        raise self._not_a_value("cannot be hashed or looked up in a set or dict")
 
     def __eq__(self, other):
-        return other is self  # one handle per object: equal only to the very same object
+        if type(other) is Remote:  # one handle per object: equal only to the very same object
+            return other is self
+        raise self._not_a_value("cannot be compared with a value")
 
     def __ne__(self, other):
-        return other is not self
+        return not self.__eq__(other)
+
+    def _not_a_value(self, what: str) -> TypeError:
+        return TypeError(
+            f"the program returned a {self._type} object, not a value: it {what} (return plain "
+            "data: numbers, strings, lists, tuples, dicts, sets)"
+        )
 
 
 def _exact(value, kind):
@@ -500,6 +530,9 @@ class Link:
         return data
 
     def exchange(self, request: dict) -> dict:
+        """Send one request; the reply, or the program's exception raised here. StopIteration
+        ends an iteration only as the answer to `next`: raised by a call, say, it would end the
+        test's `map`/`filter`/`all` early and pass it, so it becomes a RemoteError."""
         if self.gone:
             raise RemoteError(self.gone)
         try:
@@ -513,6 +546,8 @@ class Link:
         if "raise" in reply:
             name, message = (str(part) for part in _list(reply["raise"], 2))
             exception = EXCEPTIONS.get(name)
+            if exception in (StopIteration, StopAsyncIteration) and request.get("op") != "next":
+                exception = None
             try:
                 error = exception(message) if exception else None
             except Exception:  # e.g. UnicodeDecodeError needs more arguments
@@ -645,43 +680,54 @@ def judge_main(job_id: int, tests_fd: int, requests: int, replies: int, verdicts
 SYSCALLS = {
     "x86_64": (0xC000003E, {
         "clone": 56, "clone3": 435, "fork": 57, "vfork": 58, "kill": 62, "tgkill": 234,
-        "socket": 41, "socketpair": 53,
-        "denied": (200, 129, 297, 424, 434, 438, 101, 310, 311, 312, 272, 308, 165, 166, 155,
+        "socket": 41, "socketpair": 53, "fcntl": 72, "ioctl": 16,
+        "denied": (319, 447, 46, 307,
+                   200, 129, 297, 424, 434, 438, 101, 310, 311, 312, 272, 308, 165, 166, 155,
                    161, 442, 428, 429, 430, 431, 432, 433, 321, 298, 323, 250, 248, 249, 425,
                    426, 427, 246, 320, 175, 313, 176, 169, 167, 168, 163, 179, 103, 172, 173,
                    29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245),
     }),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "kill": 129, "tgkill": 131,
-        "socket": 198, "socketpair": 199,
-        "denied": (130, 138, 240, 424, 434, 438, 117, 270, 271, 272, 97, 268, 40, 39, 41, 51,
+        "socket": 198, "socketpair": 199, "fcntl": 25, "ioctl": 29,
+        "denied": (279, 447, 211, 269,
+                   130, 138, 240, 424, 434, 438, 117, 270, 271, 272, 97, 268, 40, 39, 41, 51,
                    442, 428, 429, 430, 431, 432, 433, 280, 241, 282, 219, 217, 218, 425, 426,
                    427, 104, 294, 105, 273, 106, 142, 224, 225, 89, 60, 116,
                    180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195,
                    196, 197),
     }),
 }  # fmt: skip
-# denied: tkill, rt_(tg)sigqueueinfo, pidfd_send_signal/open/getfd, ptrace, process_vm_*, kcmp,
+# denied: memfd_create, memfd_secret, sendmsg, sendmmsg (memory outside RLIMIT_AS: memfds, and
+# descriptors parked in flight in a Unix socket, which SCM_RIGHTS needs sendmsg for), tkill,
+# rt_(tg)sigqueueinfo, pidfd_send_signal/open/getfd, ptrace, process_vm_*, kcmp,
 # unshare, setns, mount API, pivot_root, chroot, bpf, perf_event_open, userfaultfd, keys,
 # io_uring, kexec, modules, reboot, swap, acct, quotactl, syslog (and iopl/ioperm on x86_64),
 # System V IPC and POSIX message queues (state that would outlive the program in its sandbox).
 ALLOW, KILL = 0x7FFF0000, 0x80000000
 EPERM, ENOSYS, AF_UNIX, CLONE_THREAD = 0x50001, 0x50026, 1, 0x10000
 LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+# fcntl commands and ioctl requests that make the kernel signal another process (the owner of a
+# file, set to any pid or process group, gets SIGIO or the F_SETSIG signal on I/O) or type into
+# a terminal: F_SETOWN, F_SETSIG, F_SETOWN_EX, F_SETFL (with O_ASYNC); FIOSETOWN, SIOCSPGRP,
+# FIOASYNC, TIOCSTI.
+F_SETFL, O_ASYNC, SIGNALLING_FCNTL = 4, 0o20000, (8, 10, 15)
+SIGNALLING_IOCTL = (0x8901, 0x8902, 0x5452, 0x5412)
 
 
 def seccomp_program(machine: str, pid: int) -> bytes:
     """A classic BPF filter (struct sock_filter[]) for the program and judge processes: threads
     yes, new processes no (clone3 answers ENOSYS so libc falls back to clone for threads);
-    signals only to itself; Unix sockets only; the calls listed in `SYSCALLS` fail with EPERM;
-    another architecture's calling convention kills the process."""
+    signals only to itself, and no file owner that would have the kernel signal another process
+    (`SIGNALLING_FCNTL`, `SIGNALLING_IOCTL`, O_ASYNC); Unix sockets only; the calls listed in
+    `SYSCALLS` fail with EPERM; another architecture's calling convention kills the process."""
     arch, calls = SYSCALLS[machine]
     code: list = []  # (opcode, k, jump-if-true label, jump-if-false label)
 
     def op(opcode, k=0, yes=None, no=None):
         code.append((opcode, k, yes, no))
 
-    arg0 = 16  # offsetof(struct seccomp_data, args[0]), low 32 bits (little-endian)
+    arg0, arg1, arg2 = 16, 24, 32  # offsetof(struct seccomp_data, args[i]), low 32 bits
     op(LD, 4)
     op(JEQ, arch, None, "kill")
     op(LD, 0)
@@ -693,6 +739,8 @@ def seccomp_program(machine: str, pid: int) -> bytes:
     op(JEQ, calls["tgkill"], "signal", None)
     op(JEQ, calls["socket"], "socket", None)
     op(JEQ, calls["socketpair"], "socket", None)
+    op(JEQ, calls["fcntl"], "fcntl", None)
+    op(JEQ, calls["ioctl"], "ioctl", None)
     for name in ("fork", "vfork"):
         if name in calls:
             op(JEQ, calls[name], "eperm", None)
@@ -709,6 +757,18 @@ def seccomp_program(machine: str, pid: int) -> bytes:
     labels["socket"] = len(code)
     op(LD, arg0)
     op(JEQ, AF_UNIX, "allow", "eperm")
+    labels["fcntl"] = len(code)
+    op(LD, arg1)
+    for command in SIGNALLING_FCNTL:
+        op(JEQ, command, "eperm", None)
+    op(JEQ, F_SETFL, None, "allow")
+    op(LD, arg2)
+    op(JSET, O_ASYNC, "eperm", "allow")
+    labels["ioctl"] = len(code)
+    op(LD, arg1)
+    for request in SIGNALLING_IOCTL:
+        op(JEQ, request, "eperm", None)
+    op(RET, ALLOW)
     for label, value in (("allow", ALLOW), ("eperm", EPERM), ("enosys", ENOSYS), ("kill", KILL)):
         labels[label] = len(code)
         op(RET, value)
@@ -839,14 +899,104 @@ def _drop_capabilities(kernel: Kernel) -> None:
 
 # --- the server ----------------------------------------------------------------------------
 
+# A job's time budget counts CPU, not the machine's load: `Budget`. MIN_SHARE is the share of one
+# CPU below which a computing job is charged for waiting too, so a job holds its sandbox at most
+# `timeout / MIN_SHARE` wall-clock seconds (a job that sleeps or blocks: `timeout`).
+MIN_SHARE = 1 / 3
+POLL = 0.02  # seconds between looks at a job's CPU clocks
+COLLECTOR_NAME = b"grpo-collector"  # the collector's process name (ps, /proc/<pid>/comm)
+MAX_REPORT = 65536  # bytes of a script's error report, or of one verdict message, read at most
+
+
+def cpu_clock(pid: int) -> int:
+    """The clock id of process `pid`'s CPU time, all its threads (MAKE_PROCESS_CPUCLOCK)."""
+    return ((~pid) << 3) | 2
+
+
+class Budget:
+    """The time a job has used: the CPU seconds of its processes, plus the wall-clock seconds
+    it spent neither computing nor kept from a CPU (sleeping, blocked on a read). A job that
+    computes pays only CPU seconds, however busy the machine is, so host load does not turn a
+    verdict into a timeout: its CPU seconds `cpu` are taken to need up to `cpu / MIN_SHARE`
+    wall-clock seconds, and only wall-clock time past that counts as waiting. So a job ends
+    after at most `seconds / MIN_SHARE` wall-clock seconds, and one that only waits after
+    `seconds`; only on a machine that leaves it under MIN_SHARE of a CPU can a verdict change.
+
+    `wall` (seconds, or None): a cap on the job's wall-clock time besides `seconds`, its
+    caller's deadline; when it is what ran out, `wall_cut` is True."""
+
+    def __init__(self, seconds: float, pids: list[int], wall: float | None = None):
+        self.seconds = seconds
+        self.wall = wall
+        self.wall_cut = False  # the last `left()` found the wall-clock cap spent, not `seconds`
+        self.seen = dict.fromkeys(pids, 0.0)  # pid -> CPU seconds last read
+        self.start = self.now()
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def cpu_seconds(self, pid: int) -> float:
+        return time.clock_gettime(cpu_clock(pid))
+
+    def used(self) -> float:
+        for pid in self.seen:
+            with contextlib.suppress(OSError):  # reaped: its last reading stands
+                self.seen[pid] = self.cpu_seconds(pid)
+        cpu = sum(self.seen.values())
+        return cpu + max(0.0, self.now() - self.start - cpu / MIN_SHARE)
+
+    def left(self) -> float:
+        """Seconds of the budget left (<= 0: spent)."""
+        left = self.seconds - self.used()
+        if self.wall is None:
+            return left
+        wall_left = self.wall - (self.now() - self.start)
+        self.wall_cut = wall_left <= 0 < left
+        return min(left, wall_left)
+
+    def wait(self) -> float:
+        """Seconds to wait before looking again; 0 when the budget is spent."""
+        left = self.left()
+        return 0.0 if left <= 0 else min(POLL, left)
+
+
+def parse_frame(data: bytes) -> dict | None:
+    """The single length-prefixed JSON object `data` holds; None when it holds anything else
+    (junk, several frames, a non-object, nesting deeper than the parser's stack)."""
+    if len(data) < 4 or struct.unpack(">I", data[:4])[0] != len(data) - 4:
+        return None
+    return parse_object(data[4:])
+
+
+def wall_cap(limits: dict) -> float | None:
+    """A job's wall-clock cap from its limits (`"wall"`: seconds above 0), else None."""
+    wall = limits.get("wall")
+    if type(wall) not in (int, float) or not 0 < wall < math.inf:
+        return None
+    return float(wall)
+
+
+def parse_object(body: bytes) -> dict | None:
+    try:
+        message = json.loads(body, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):  # RecursionError: `[[[[...` deeper than the stack
+        return None
+    return message if isinstance(message, dict) else None
+
 
 class Server:
-    def __init__(self, control: socket.socket, config: dict, kernel: Kernel):
-        self.control, self.kernel = control, kernel
-        self.private_pids = config["mode"] != "process"  # a PID namespace of its own
+    """The fork server: it receives each job's message (an id, limits and two pipes it never
+    reads), forks the job's processes from its own clean state, hands their pipes to the
+    collector, reaps them (killing them when the collector says so) and wipes the directory.
+    It never reads a program, its tests, its output, its verdicts or its errors, so a job,
+    forked from it, finds nothing of an earlier one in its memory (live objects, frames, freed
+    heap): all of that goes to the collector, from which nothing is ever forked."""
+
+    def __init__(self, control: socket.socket, inner: socket.socket, config: dict, kernel):
+        self.control, self.inner, self.kernel = control, inner, kernel
         self.scratch = config["scratch"]  # the writable directory, wiped after every job
         self.workdir = os.path.join(self.scratch, "work")
-        self.nproc = config["mode"] != "process"
+        self.nproc = config["mode"] != "process"  # a PID namespace and a user of its own
 
     def child(self, keep: tuple[int, ...], limits: dict) -> tuple[int, ...]:
         """Common set-up of the program and judge processes; returns the kept fds, renumbered."""
@@ -877,162 +1027,102 @@ class Server:
         self.kernel.seccomp(os.getpid())
         return kept
 
-    def run(self, job: dict, source_fd: int, tests_fd: int) -> dict:
-        job_id, limits = job["id"], job["limits"]
-        deadline = time.monotonic() + float(limits["timeout"])
-        os.makedirs(self.workdir, exist_ok=True)
-        requests_r, requests_w = os.pipe()  # judge -> program
-        replies_r, replies_w = os.pipe()  # program -> judge
-        verdicts_r, verdicts_w = os.pipe()  # judge -> server
-        pids = []
+    def fork(self, main, job_id: int, keep: tuple[int, ...], limits: dict) -> int:
         pid = os.fork()
         if pid == 0:
-            self._child(program_main, job_id, (source_fd, requests_r, replies_w), limits)
-        pids.append(pid)
-        pid = os.fork()
-        if pid == 0:
-            keep = (tests_fd, requests_w, replies_r, verdicts_w)
-            self._child(judge_main, job_id, keep, limits)
-        pids.append(pid)
-        for fd in (source_fd, tests_fd, requests_r, requests_w, replies_r, replies_w, verdicts_w):
-            os.close(fd)
-        result = self.collect(job_id, verdicts_r, deadline)
-        os.close(verdicts_r)
-        self.end(pids)
-        result["recycle"] = not self.wipe()
-        return result
-
-    def run_script(self, job: dict, source_fd: int) -> dict:
-        """Run one whole program (no tests) and collect what it prints, up to the job's size."""
-        job_id, limits = job["id"], job["limits"]
-        max_chars = max(1, int(job["run"]["max_chars"]))
-        deadline = time.monotonic() + float(limits["timeout"])
-        os.makedirs(self.workdir, exist_ok=True)
-        output_r, output_w = os.pipe()
-        status_r, status_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            self._child(script_main, job_id, (source_fd, output_w, status_w), limits)
-        for fd in (source_fd, output_w, status_w):
-            os.close(fd)
-        result = self.collect_output(job_id, pid, output_r, status_r, deadline, max_chars)
-        os.close(output_r)
-        os.close(status_r)
-        self.end([pid])
-        result["recycle"] = not self.wipe()
-        return result
-
-    def collect_output(self, job_id, pid, output_r, status_r, deadline, max_chars) -> dict:
-        """Read the script's output (at most 4 bytes a character) and status until both end,
-        the output passes `max_chars` (the script is then stopped) or the time is up."""
-        output, status = bytearray(), bytearray()
-        limit = 4 * max_chars
-        streams = [output_r, status_r]
-        timed_out = truncated = False
-        while streams and not truncated:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            ready, _, _ = select.select(streams, [], [], left)
-            for fd in ready:
-                chunk = os.read(fd, 65536)
-                if not chunk or (fd == status_r and len(status) > 65536):
-                    streams.remove(fd)  # ended (or a status no harness would send)
-                elif fd == output_r:
-                    output += chunk
-                    truncated = len(output) > limit
-                else:
-                    status += chunk
-        text = bytes(output[:limit]).decode("utf-8", "replace")
-        if len(text) > max_chars:
-            text, truncated = text[:max_chars], True
-        error = ""
-        if not timed_out and not truncated:
-            error, timed_out = self.script_error(job_id, pid, bytes(status), deadline)
-        return {"id": job_id, "output": text, "error": error, "timed_out": timed_out,
-                "truncated": truncated}  # fmt: skip
-
-    def script_error(self, job_id: int, pid: int, status: bytes, deadline: float):
-        """(the script's error, timed out) from its status message, else from how it ended."""
-        if len(status) >= 4 and struct.unpack(">I", status[:4])[0] == len(status) - 4:
-            with contextlib.suppress(ValueError):
-                message = json.loads(status[4:])
-                if isinstance(message, dict) and message.get("id") == job_id:
-                    return str(message.get("error") or "")[:1000], False
-        while True:  # no status (os._exit, a signal): wait for its end without blocking
-            done, code = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() >= deadline:
-                return "", True
-            time.sleep(0.005)
-        if os.WIFSIGNALED(code):
-            try:
-                name = signal.Signals(os.WTERMSIG(code)).name
-            except ValueError:
-                name = f"signal {os.WTERMSIG(code)}"
-            return f"the program was killed by {name}", False
-        exit_code = os.waitstatus_to_exitcode(code)
-        return ("" if exit_code == 0 else f"the program exited with status {exit_code}"), False
-
-    def _child(self, main, job_id: int, keep: tuple[int, ...], limits: dict) -> None:
-        code = 0
-        try:
-            main(job_id, *self.child(keep, limits))
-        except BaseException:
             code = 1
-        os._exit(code)
+            try:
+                code = 1 if main(job_id, *self.child(keep, limits)) else 0
+            finally:
+                os._exit(code)
+        return pid
 
-    def collect(self, job_id: int, verdicts: int, deadline: float) -> dict:
-        result = {"id": job_id, "verdicts": {}, "timed_out": False, "error": "", "tests": False}
-        buffer = b""
+    def serve(self) -> None:
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                result["timed_out"] = True
-                break
-            ready, _, _ = select.select([verdicts], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(verdicts, 65536)
-            if not chunk:
-                break
-            buffer += chunk
-            while len(buffer) >= 4:
-                (size,) = struct.unpack(">I", buffer[:4])
-                if len(buffer) < 4 + size:
-                    break
-                message, buffer = json.loads(buffer[4 : 4 + size]), buffer[4 + size :]
-                if "i" in message:
-                    result["verdicts"][str(message["i"])] = [message["ok"], message["why"]]
-                elif message.get("tests"):
-                    result["tests"] = True
-                elif "error" in message:
-                    result["error"] = str(message["error"])[:1000]
-                elif message.get("done"):
-                    return result
-            if len(buffer) > MAX_MESSAGE:
-                break
-        return result
+            try:
+                data, fds, _, _ = socket.recv_fds(self.control, 65536, 2)
+            except OSError:
+                return
+            job = parse_object(data) if data else None
+            if job is None or not self.run(job, fds):
+                return  # the trainer is gone, or a fresh sandbox for the next job
 
-    def end(self, pids: list[int]) -> None:
-        """Kill the job's processes (and, in a PID namespace, anything else but this server)."""
+    def run(self, job: dict, fds: list[int]) -> bool:
+        """One job: its processes forked, their read ends handed to the collector, reaped, the
+        directory wiped. False: this sandbox ends (the collector is gone, or it is not clean)."""
+        job_id, limits, script = job.get("id"), job.get("limits"), job.get("run") is not None
+        if type(job_id) is not int or type(limits) is not dict or len(fds) != 2 - script:
+            for fd in fds:
+                os.close(fd)
+            return False
+        os.makedirs(self.workdir, exist_ok=True)
+        if script:
+            output_r, output_w = os.pipe()
+            report_r, report_w = os.pipe()
+            keep = (fds[0], output_w, report_w)
+            pids = [self.fork(script_main, job_id, keep, limits)]
+            closed, handed = keep, [output_r, report_r]
+        else:
+            requests_r, requests_w = os.pipe()  # judge -> program
+            replies_r, replies_w = os.pipe()  # program -> judge
+            verdicts_r, verdicts_w = os.pipe()  # judge -> collector
+            program = (fds[0], requests_r, replies_w)
+            judge = (fds[1], requests_w, replies_r, verdicts_w)
+            pids = [self.fork(program_main, job_id, program, limits),
+                    self.fork(judge_main, job_id, judge, limits)]  # fmt: skip
+            closed, handed = (*program, *judge), [verdicts_r]
+        for fd in closed:
+            os.close(fd)
+        message = json.dumps({"job": job, "pids": pids}).encode()
+        try:
+            socket.send_fds(self.inner, [message], handed)
+        except OSError:
+            pass  # the collector is gone: reap() kills the job's processes
+        finally:
+            for fd in handed:
+                os.close(fd)
+        if not self.reap(pids):
+            return False
+        clean = self.wipe()
+        with contextlib.suppress(OSError):
+            self.inner.sendall(json.dumps({"recycle": not clean}).encode())
+        return clean
+
+    def reap(self, pids: list[int]) -> bool:
+        """Wait for the job's processes to end, telling the collector of each (`{"exit": i,
+        "status": wait status}`), and kill them when it says `kill` (it always does, once it
+        has what it needs). False when the collector is gone (they are killed then)."""
+        pidfds = {}
         for pid in pids:
-            with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        if self.private_pids:
-            with contextlib.suppress(OSError):
-                os.kill(-1, signal.SIGKILL)
-        for pid in pids:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-        if self.private_pids:
-            with contextlib.suppress(ChildProcessError):
-                while os.waitpid(-1, os.WNOHANG)[0]:
-                    pass
+            with contextlib.suppress(OSError, AttributeError):  # pidfd: Linux 5.3+
+                pidfds[pid] = os.pidfd_open(pid)
+        alive, told = list(pids), False
+        try:
+            while alive or not told:
+                watch = [pidfds[pid] for pid in alive if pid in pidfds]
+                watch += [] if told else [self.inner]
+                polling = any(pid not in pidfds for pid in alive)
+                select.select(watch, [], [], 0.005 if polling or not watch else None)
+                if not told and select.select([self.inner], [], [], 0)[0]:
+                    told = True
+                    ok = self.inner.recv(64) == b"kill"
+                    for pid in alive:  # not reaped yet: the pid is still theirs
+                        _kill(pid)
+                    if not ok:  # the collector is gone
+                        for pid in alive:
+                            os.waitpid(pid, 0)
+                        return False
+                for pid in list(alive):
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        alive.remove(pid)
+                        with contextlib.suppress(OSError):
+                            self.inner.sendall(json.dumps({"exit": pids.index(pid),
+                                                           "status": status}).encode())  # fmt: skip
+        finally:
+            for fd in pidfds.values():
+                os.close(fd)
+        return True
 
     def wipe(self) -> bool:
         """Empty the writable directory (its processes are dead by now); False when that fails
@@ -1058,24 +1148,161 @@ class Server:
             return False
         return True
 
+
+def _kill(pid: int) -> None:
+    """SIGKILL a job process (it leads its own process group; under seccomp it cannot make
+    another process, so its group is itself and its threads)."""
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+
+
+class Collector:
+    """Reads what each job's processes say (the judge's verdicts; a script's output and error
+    report), within the job's `Budget`, tells the server to kill them, and answers the trainer
+    once the server has reaped them all. Forked once from the server at start; nothing is ever
+    forked from it, so what it has read reaches no later program."""
+
+    def __init__(self, control: socket.socket, inner: socket.socket):
+        self.control, self.inner = control, inner
+        self.exits: dict[int, int] = {}  # process index -> wait status, for the current job
+
     def serve(self) -> None:
-        while True:
-            try:
-                data, fds, _, _ = socket.recv_fds(self.control, 65536, 2)
-            except OSError:
-                return
-            if not data:
-                return
-            job = json.loads(data)
-            if job.get("run") is not None and len(fds) == 1:
-                result = self.run_script(job, fds[0])
-            elif len(fds) == 2:
-                result = self.run(job, fds[0], fds[1])
+        with contextlib.suppress(OSError):
+            while self.job():
+                pass
+
+    def job(self) -> bool:
+        """Collect one job and answer the trainer; False when the sandbox ends."""
+        data, fds, _, _ = socket.recv_fds(self.inner, 65536, 2)
+        message = parse_object(data) if data else None
+        if message is None:
+            return False
+        job, pids, self.exits = message["job"], message["pids"], {}
+        limits = job["limits"]
+        budget = Budget(float(limits["timeout"]), pids, wall_cap(limits))
+        script, report = "run" in job, b""
+        try:
+            if script:
+                result, report = self.collect_output(job, fds[0], fds[1], budget)
             else:
-                return
-            self.control.sendall(json.dumps(result).encode())
-            if result["recycle"]:
-                return  # a fresh sandbox for the next job
+                result = self.collect(job["id"], fds[0], budget)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self.inner.sendall(b"kill")
+        message = self.next_message(None)
+        while "recycle" not in message:  # the server's word on each process, then the directory
+            message = self.next_message(None)
+        if script and not (result["timed_out"] or result["truncated"]):
+            result["error"] = self.script_error(job["id"], self.exits.get(0, 0), report)
+        result["wall_cut"] = result["timed_out"] and budget.wall_cut
+        result["recycle"] = message["recycle"] is not False
+        self.control.sendall(json.dumps(result).encode())
+        return not result["recycle"]
+
+    def next_message(self, timeout: float | None) -> dict:
+        """The server's next message ({} when none came within `timeout`); exit statuses are
+        recorded as they come. Raises OSError when the server is gone."""
+        if timeout is not None and not select.select([self.inner], [], [], timeout)[0]:
+            return {}
+        data = self.inner.recv(65536)
+        if not data:
+            raise OSError("the server is gone")
+        message = parse_object(data) or {}
+        if type(message.get("exit")) is int:
+            self.exits[message["exit"]] = int(message.get("status") or 0)
+        return message
+
+    def collect(self, job_id: int, verdicts: int, budget: Budget) -> dict:
+        result = {"id": job_id, "verdicts": {}, "timed_out": False, "error": "", "tests": False}
+        buffer = b""
+        while True:
+            wait = budget.wait()
+            if wait <= 0:
+                result["timed_out"] = True
+                break
+            ready, _, _ = select.select([verdicts], [], [], wait)
+            if not ready:
+                continue
+            chunk = os.read(verdicts, 65536)
+            if not chunk:
+                break
+            buffer += chunk
+            while len(buffer) >= 4:
+                (size,) = struct.unpack(">I", buffer[:4])
+                if size > MAX_REPORT:
+                    return result  # no judge sends that: stop reading
+                if len(buffer) < 4 + size:
+                    break
+                message, buffer = parse_object(buffer[4 : 4 + size]) or {}, buffer[4 + size :]
+                index, why = message.get("i"), message.get("why")
+                if type(index) is int and (why is None or type(why) is str):
+                    result["verdicts"][str(index)] = [message.get("ok") is True, why]
+                elif message.get("tests") is True:
+                    result["tests"] = True
+                elif type(message.get("error")) is str:
+                    result["error"] = message["error"][:1000]
+                elif message.get("done") is True:
+                    return result
+        return result
+
+    def collect_output(self, job: dict, output_r: int, report_r: int, budget: Budget):
+        """(result, its error report): the script's output (at most 4 bytes a character) and
+        report, read until both end, the output passes `max_chars` (the script is then stopped)
+        or its time is up; then its end, awaited within the budget."""
+        max_chars = max(1, int(job["run"]["max_chars"]))
+        output, report = bytearray(), bytearray()
+        limit = 4 * max_chars
+        streams = [output_r, report_r]
+        timed_out = truncated = False
+        while streams and not truncated:
+            wait = budget.wait()
+            if wait <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select(streams, [], [], wait)
+            for fd in ready:
+                chunk = os.read(fd, 65536)
+                if not chunk or (fd == report_r and len(report) > MAX_REPORT):
+                    streams.remove(fd)  # ended (or a report no harness would send)
+                elif fd == output_r:
+                    output += chunk
+                    truncated = len(output) > limit
+                else:
+                    report += chunk
+        while not (timed_out or truncated) and 0 not in self.exits:  # its pipes closed: ended?
+            wait = budget.wait()
+            if wait <= 0:
+                timed_out = True
+            else:
+                self.next_message(wait)
+        text = bytes(output[:limit]).decode("utf-8", "replace")
+        if len(text) > max_chars:
+            text, truncated = text[:max_chars], True
+        result = {"id": job["id"], "output": text, "error": "", "timed_out": timed_out,
+                  "truncated": truncated}  # fmt: skip
+        return result, bytes(report)
+
+    def script_error(self, job_id: int, status: int, report: bytes) -> str:
+        """The script's error, by its exit status: none for status 0 (whatever it wrote), the
+        error its report names for the harness's status 1 (when the report is one well-formed
+        message for this job), else how it ended."""
+        if os.WIFSIGNALED(status):
+            try:
+                name = signal.Signals(os.WTERMSIG(status)).name
+            except ValueError:
+                name = f"signal {os.WTERMSIG(status)}"
+            return f"the program was killed by {name}"
+        exit_code = os.waitstatus_to_exitcode(status)
+        if exit_code == 0:
+            return ""
+        message = parse_frame(report) if exit_code == 1 else None
+        error = message.get("error") if message and message.get("id") == job_id else None
+        if isinstance(error, str) and error:
+            return error[:1000]
+        return f"the program exited with status {exit_code}"
 
 
 def seccomp_works(kernel: Kernel) -> str:
@@ -1120,7 +1347,21 @@ def main() -> None:
         return
     gc.collect()
     gc.freeze()
-    Server(control, config, kernel).serve()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    collector = os.fork()
+    if collector == 0:
+        ours.close()
+        kernel.libc.prctl(15, kernel.ctypes.c_char_p(COLLECTOR_NAME), 0, 0, 0)  # PR_SET_NAME
+        try:
+            Collector(control, theirs).serve()
+        finally:
+            os._exit(0)
+    theirs.close()
+    try:
+        Server(control, ours, config, kernel).serve()
+    finally:
+        ours.close()  # the collector answers what it has, then ends
+        os.waitpid(collector, 0)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,10 @@ Levels, strongest first (recipe field `sandbox_isolation`):
   read-only root itself (mount, pivot_root) and drops every capability before it serves.
 * `process`: no namespaces; only the seccomp filter, rlimits, an empty environment and a
   temporary working directory. The judge, seccomp and rlimits still stop accidents and the
-  attacks in tests/test_sandbox.py that do not need the filesystem, but a program can read and
-  write whatever your user can (files; other processes' environments and memory through /proc),
-  so it is used only when the recipe asks for it (`sandbox_isolation: process`), with a warning
-  on every run.
+  attacks in tests/test_sandbox*.py that do not need the filesystem, but a program can read and
+  write whatever your user can (files; other processes' environments and memory through /proc;
+  local Unix sockets), so it is used only when the recipe asks for it (`sandbox_isolation:
+  process`), with `PROCESS_WARNING` (what it still stops, what it does not) on every run.
 
 `auto` takes the first of `bubblewrap` and `unshare` that works here (checked by running a
 program) and refuses to train when neither does.
@@ -41,7 +41,8 @@ TOP_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ENVIRONMENT = {"PYTHONHASHSEED": "0", "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"}
 FLAGS = ("-S", "-s", "-B", "-P")  # no site, no user site, no .pyc, no script dir on sys.path
 FIX = (
-    "install bubblewrap (apt-get install bubblewrap / dnf install bubblewrap) and allow user "
+    "install bubblewrap 0.8 or newer (apt-get install bubblewrap / dnf install bubblewrap; "
+    "Ubuntu 22.04's 0.6 is too old: use sandbox_isolation: unshare there) and allow user "
     "namespaces (sysctl kernel.unprivileged_userns_clone=1 or "
     "kernel.apparmor_restrict_unprivileged_userns=0; in Docker, run with --security-opt "
     "seccomp=unconfined --security-opt apparmor=unconfined), or set `sandbox_isolation: "
@@ -49,8 +50,12 @@ FIX = (
 )
 PROCESS_WARNING = (
     "code sandbox: process-only isolation (sandbox_isolation: process): programs run as your "
-    "user without namespaces, so a program can read your files and secrets (HF_TOKEN in the "
-    "environment of your processes) and tamper with your other processes, the trainer included. "
+    "user with no namespaces. The seccomp filter and rlimits still apply (no new processes, no "
+    "signals to other processes, no network sockets; CPU, memory, file-size limits) and the "
+    "judge still decides verdicts, but a program can read and write every file your user can "
+    "(your code, keys, tokens), read your other processes' environments (HF_TOKEN) and memory "
+    "through /proc and change the trainer's, connect to local Unix sockets (Docker's, say) and "
+    "leave files in /tmp or /dev/shm. "
     f"For OS isolation, {FIX.split(', or set')[0]}"
 )
 
@@ -228,6 +233,11 @@ def launch(level: str, python: Interpreter, scratch: str, disk_bytes: int, fd: i
         if found is None:
             raise IsolationError("bubblewrap (bwrap) is not installed")
         bwrap, options = found
+        if "--size" not in options:  # its /tmp would be a tmpfs as large as half the RAM
+            raise IsolationError(
+                "this bubblewrap cannot cap the size of the sandbox's /tmp (no --size option; "
+                "bubblewrap 0.8+ has it), so a program could fill the host's memory with files"
+            )
         argv = [bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
         argv += ["--cap-drop", "ALL", "--die-with-parent", "--new-session", "--as-pid-1"]
         if "--disable-userns" in options:
@@ -242,8 +252,7 @@ def launch(level: str, python: Interpreter, scratch: str, disk_bytes: int, fd: i
         for path in python.hide:
             argv += ["--tmpfs", path, "--remount-ro", path]
         argv += ["--dev", "/dev", "--remount-ro", "/dev"]
-        if "--size" in options:
-            argv += ["--size", str(disk_bytes)]
+        argv += ["--size", str(disk_bytes)]
         argv += ["--tmpfs", "/tmp", "--ro-bind", str(HARNESS), INSIDE, "--remount-ro", "/"]
         argv += ["--chdir", "/tmp", python.executable, *FLAGS, INSIDE, str(fd)]
         config = {"mode": level, "scratch": "/tmp"}

@@ -2,11 +2,17 @@
 the code rewards build on.
 
 The gold answer holds the tests: MBPP-style (a JSON list of `assert ...` lines, one test each)
-or HumanEval-style (test code defining `check(candidate)`, run as `check(<entry_point>)`). The
-reward is the fraction of tests passed, judged outside the program (see `sandbox`). With a stub
+or HumanEval-style (test code defining `check(candidate)`, run as `check(<entry_point>)`); a
+row's `extra_tests` column (a JSON list, MBPP's `challenge_test_list`) adds tests the prompt
+never shows. The reward is the fraction of tests passed, judged outside the program (see
+`sandbox`). With a stub
 (HumanEval's prompt), the stub's helpers the tests call run on the judge's side, so a program
 cannot change them, and a completion may hold the whole function or only its body. Programs of
 one batch run in parallel (`sandbox_workers`).
+
+Reading a completion's program in the trainer never raises: Python's parser gives up on some
+texts with RecursionError (about 3,000 `-` signs in a row) or MemoryError, and such a program
+is treated as one that does not parse.
 """
 
 from __future__ import annotations
@@ -45,17 +51,22 @@ def parse_tests(answer: str, entry_point: str | None = None) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
+# What Python's parser and compiler raise on text they cannot handle (not only bad syntax: a
+# deep nesting exhausts the recursion limit or the parser's memory).
+_UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
+
+
 def _parses(code: str) -> ast.Module | None:
     try:
         return ast.parse(code)
-    except (SyntaxError, ValueError):
+    except _UNPARSABLE:
         return None
 
 
 def _compiles(code: str) -> bool:
     try:
         compile(code, "<program>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError):
+    except _UNPARSABLE:
         return False
     return True
 
@@ -122,22 +133,35 @@ def outside_blocks(text: str) -> str:
     return _FENCE_RE.sub("", text)
 
 
+def extra_tests(value) -> list[str]:
+    """A row's extra tests (MBPP's `challenge_test_list`): a list of asserts, or its JSON text;
+    nothing (an empty list) for an empty cell."""
+    if value is None or value == "":
+        return []
+    tests = json.loads(value) if isinstance(value, str) else value
+    if not isinstance(tests, list) or not all(isinstance(t, str) for t in tests):
+        raise ValueError("expected a list of test snippets")
+    return [t for t in tests if t.strip()]
+
+
 def run_tests(
     completions: list[str], answer: list[str], limits: sandbox.Limits, **columns
 ) -> list[float]:
     """For each completion, the fraction of its row's tests that its last code block passes in
     the sandbox (0 without code). `columns` may hold the rows' `setup` code, `entry_point`
-    (HumanEval) and `stub` (the code the solution completes); the programs of one call run in
-    parallel (`limits.workers`)."""
+    (HumanEval), `stub` (the code the solution completes) and `extra_tests` (tests beyond the
+    gold answer's, see `extra_tests`); the programs of one call run in parallel
+    (`limits.workers`)."""
     n = len(completions)
     setups = columns.get("setup") or [""] * n
     entry_points = columns.get("entry_point") or [None] * n
     stubs = columns.get("stub") or [""] * n
+    extras = columns.get("extra_tests") or [None] * n
     jobs, positions = [], []
     for i, (text, gold) in enumerate(zip(completions, answer, strict=True)):
         blocks = code_blocks(text)
         entry_point = str(entry_points[i]) if entry_points[i] else None
-        tests = parse_tests(gold, entry_point)
+        tests = parse_tests(gold, entry_point) + extra_tests(extras[i])
         if blocks and tests:
             stub = stubs[i] if isinstance(stubs[i], str) else ""
             jobs.append(job_for(blocks[-1], tests, str(setups[i] or ""), stub, entry_point))
@@ -157,16 +181,30 @@ def _compile_problem(code: str) -> str | None:
 
 
 def check_rows(
-    rows, source: str, answer_column: str, gold, entry_column=None, code_columns=()
-) -> None:
+    rows, source: str, answer_column: str, gold, entry_column=None, code_columns=(),
+    extra_column=None,
+) -> None:  # fmt: skip
     """Every row's tests can be judged: at least one test, each valid Python with an `assert`
     (a bare `42` or `None` line would pass without checking anything), HumanEval `check()`
-    code with an entry point, and the code columns (setup, stub) compile. `gold` turns a cell
-    of the answer column into the tests' text. Raises DataError naming the row."""
+    code with an entry point, the extra tests (`extra_column`, when the data has it) likewise,
+    and the code columns (setup, stub) compile. `gold` turns a cell of the answer column into
+    the tests' text. Raises DataError naming the row."""
     from ..errors import DataError
 
     entry_points = list(rows[entry_column]) if entry_column else None
     extra = {c: list(rows[c]) for c in code_columns if c}
+    has_extra = extra_column is not None and extra_column in rows.column_names
+    extra_cells = list(rows[extra_column]) if has_extra else []
+    for index, value in enumerate(extra_cells):
+        where = f"{source} row {index + 1}: column '{extra_column}'"
+        try:
+            tests = extra_tests(value)
+        except ValueError as err:
+            raise DataError(f"{where} is not a list of tests ({err})") from err
+        for number, test in enumerate(tests, start=1):
+            problem = sandbox.test_problem(test, [])
+            if problem:
+                raise DataError(f"{where}, test {number} {problem}: {test[:120]!r}")
     for index, value in enumerate(rows[answer_column]):
         where = f"{source} row {index + 1}: column '{answer_column}'"
         entry_point = entry_points[index] if entry_points is not None else None

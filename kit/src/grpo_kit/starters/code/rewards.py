@@ -3,7 +3,9 @@ and `reward_weights` weighs them (task.py holds the defaults the recipe starts f
 
 `code_correctness` runs the completion's last code block against the row's tests in the kit's
 sandbox (`grpo_kit.sandbox`: the operating system isolates every program, and a judge outside
-it decides each test), MBPP-style asserts or HumanEval-style `check(candidate)` code.
+it decides each test), MBPP-style asserts or HumanEval-style `check(candidate)` code, plus the
+row's hidden `extra_tests` (MBPP's challenge tests); the prompt shows at most one of them
+(task.py says why).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ __all__ = ["code_block_format", "code_correctness", "partial_format", "soft_over
 def code_correctness(
     completions: list[str], answer: list[str], *, limits: sandbox.Limits, **columns
 ) -> list[float]:
-    """Fraction of the row's tests the completion's (last) code block passes; 0 without code."""
+    """Fraction of the row's tests (its hidden extra tests included) the completion's (last)
+    code block passes; 0 without code."""
     return code.run_tests(completions, answer, limits, **columns)
 
 

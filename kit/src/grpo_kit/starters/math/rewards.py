@@ -3,8 +3,11 @@ and `reward_weights` weighs them (task.py holds the defaults the recipe starts f
 
 Each reward follows the kit's contract (`@reward(low, high)`: it never raises, never returns NaN,
 stays in its range); `make reward-debug` scores them all on the sample's ideal completions.
-How an answer is read (the last `<answer>` block, else the end of the text; `\\boxed{}`, LaTeX,
-`#### 1,234` golds) is `grpo_kit.verify.math`, tested against Math-Verify's own cases.
+How an answer is read is `grpo_kit.verify.math`, tested against Math-Verify's own test tables:
+the last `<answer>` block; without one, only an answer the text marks (`\\boxed{}`, "the final
+answer is", "Answer:", LaTeX math, or the whole text being one answer), never a number in
+running text (a random model would score); `#### 1,234`, `\\boxed{}` and LaTeX golds.
+`math_correctness` is also `make evaluate`'s accuracy: the metric reads answers as the reward.
 """
 
 from __future__ import annotations

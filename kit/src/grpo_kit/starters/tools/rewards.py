@@ -10,14 +10,22 @@ edit: the recipe's `reward_funcs` lists which ones train and `reward_weights` we
 - `tool_call_format`: 0.5 for at least one tool call TRL could parse (a well-formed call) and 0.5
   for ending with a final answer (a last turn without calls holding an `<answer>` block);
 - `tool_call_errors`: minus the share of calls whose result is an error (an unknown tool, bad
-  arguments, a tool that raised: TRL's `{'error': ...}` result);
+  arguments, a tool that raised, a call cut because the tools' time was spent: TRL's
+  `{'error': ...}` result); it also logs the TRL metric `tools/budget_cuts` (calls cut by the
+  time budget, per rollout);
 - `tool_call_cost`: `-tool_call_cost` per call past `free_tool_calls` (recipe fields), down to
   -1: calls cost time, so a model that needs none should not make them.
 """
 
 from __future__ import annotations
 
-from grpo_kit.environments import final_turn, is_error, rollout_calls, tool_results
+from grpo_kit.environments import (
+    budget_figures,
+    final_turn,
+    is_error,
+    rollout_calls,
+    tool_results,
+)
 from grpo_kit.rewards import reward
 from grpo_kit.verify import math as math_answers
 from grpo_kit.verify.text import extract_answer, normalise_label
@@ -55,9 +63,10 @@ def tool_call_format(messages: list[dict], **row) -> float:
     return 0.5 * called + 0.5 * (final_answer(messages) is not None)
 
 
-@reward(low=-1.0, high=0.0, conversation=True)
+@reward(low=-1.0, high=0.0, conversation=True, metrics=budget_figures)
 def tool_call_errors(messages: list[dict], **row) -> float:
-    """Minus the share of tool results that are errors (0 without calls)."""
+    """Minus the share of tool results that are errors (0 without calls); calls cut by the
+    tools' time budget are errors too."""
     results = tool_results(messages)
     if not results:
         return 0.0

@@ -7,6 +7,12 @@ environment's tools into the prompt, parses the model's tool calls, runs them on
 environment per rollout, appends the results and lets the model go on, up to
 `max_tool_calling_iterations` turns; the rewards then read the whole exchange. The data mapping
 and the system prompt here are the defaults of configs/grpo.yaml.
+
+Tool calls take time the training step waits for: the calls of one turn share
+`tool_turn_seconds` and those of one rollout `tool_rollout_seconds` (recipe fields, from the
+kit's ToolArguments); a call made once its time is spent is not run, its result is an error
+(which `tool_call_errors` costs), and the TRL metric `tools/budget_cuts` counts such calls.
+A turn's `run_python` calls run together, spread over the sandbox's workers.
 """
 
 from __future__ import annotations
@@ -52,7 +58,8 @@ FINAL_ANSWER = "<answer>{}</answer>"  # the final turn's layout (the system prom
 @dataclass
 class TaskArguments(ToolArguments):
     """Recipe fields of the tools task: the rows' columns, the cost of a call, and the
-    environments' settings (ToolArguments: the knowledge base, the sandbox's `sandbox_*`)."""
+    environments' settings (ToolArguments: the knowledge base, the tools' time budget
+    `tool_turn_seconds` / `tool_rollout_seconds`, the sandbox's `sandbox_*`)."""
 
     environment_column: str | None = field(
         default="environment", metadata={"help": "each row's environment; null: default"}
