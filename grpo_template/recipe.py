@@ -11,7 +11,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-from . import algorithms, kit, memory  # noqa: F401 (kit: grpo_kit importable)
+from . import algorithms, kit, memory, tuning  # noqa: F401 (kit: grpo_kit importable)
 from .tuning import Plan
 from .yaml_text import yaml_scalar
 
@@ -36,8 +36,17 @@ class Section:
     entries: tuple[Entry, ...]
 
 
+# Warm-up as a share of the run (transformers 5 has no warmup_ratio): 10 of the GPU tiers' 500
+# steps, 1 of the CPU tier's 50, so a short run leaves warm-up at once instead of never.
+WARMUP_SHARE = 0.02
+
+
 def max_steps(plan: Plan) -> int:
     return 50 if not plan.tier.is_gpu else 500
+
+
+def warmup_steps(plan: Plan) -> int:
+    return round(max_steps(plan) * WARMUP_SHARE)
 
 
 def run_name(plan: Plan) -> str:
@@ -116,7 +125,13 @@ def sections(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> l
             Entry(
                 "load_in_4bit",
                 True,
-                "QLoRA: 4-bit NF4 base weights (needs a CUDA GPU + bitsandbytes)",
+                "QLoRA: 4-bit NF4 base weights (needs a CUDA GPU + bitsandbytes)"
+                + (
+                    f"; never with use_vllm, whose weight sync TRL breaks for 4-bit "
+                    f"({tuning.QLORA_VLLM_BROKEN})"
+                    if plan.backend == "transformers"
+                    else ""
+                ),
             ),
             Entry("use_bnb_nested_quant", True, "double quantisation saves ~0.4 bits per weight"),
         ]
@@ -132,7 +147,12 @@ def sections(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> l
             Entry("reward_weights", [r.weight for r in rewards], "one per reward_funcs entry"),
             Entry("learning_rate", plan.learning_rate, _lr_comment(plan)),
             Entry("lr_scheduler_type", "cosine", "decay to 0 by max_steps"),
-            Entry("warmup_steps", 10, "transformers 5 has no warmup_ratio"),
+            Entry(
+                "warmup_steps",
+                warmup_steps(plan),
+                f"{WARMUP_SHARE:.0%} of max_steps (transformers 5 has no warmup_ratio): scale "
+                "it with max_steps",
+            ),
             Entry("max_steps", max_steps(plan), "optimizer steps; raise for longer runs"),
             Entry(
                 "per_device_train_batch_size",
@@ -169,10 +189,12 @@ def sections(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> l
                 if plan.gradient_checkpointing
                 else "off: memory is plentiful here and it is faster",
             ),
+            *_ddp_entries(plan),
             Entry("optim", plan.optim, _optim_comment(plan)),
             Entry("logging_steps", 5, "watch reward, reward_std and completions/clipped_ratio"),
             Entry("save_steps", 50, "checkpoint every 50 steps (a rerun resumes from the last)"),
             Entry("save_total_limit", 3, "keep the 3 newest checkpoints"),
+            *_eval_entries(plan),
             Entry("report_to", tracker, TRACKER_NOTES[tracker]),
             Entry(
                 "log_completions",
@@ -261,6 +283,48 @@ def _watch_section() -> Section:
     )
 
 
+def _eval_entries(plan: Plan) -> list[Entry]:
+    """Evaluation during training: held-out prompts scored every 50 steps on a GPU; off on the
+    CPU, where every evaluation costs generations a run cannot spare."""
+    from grpo_kit.recipe import ScriptArguments
+
+    if not plan.tier.is_gpu:
+        why = "no evaluation during training on a CPU (each costs generations); steps: see README"
+        return [Entry("eval_strategy", "no", why)]
+    return [
+        Entry(
+            "eval_strategy",
+            "steps",
+            "score held-out prompts with the rewards while training (eval_reward, "
+            "eval_rewards/<name>/mean)",
+        ),
+        Entry("eval_steps", 50, "every 50 steps, with the checkpoints"),
+        *kit_entries(ScriptArguments, ("eval_prompts",)),
+        Entry(
+            "per_device_eval_batch_size",
+            plan.num_generations,
+            "one prompt's group of num_generations completions per evaluation micro-batch",
+        ),
+    ]
+
+
+def _ddp_entries(plan: Plan) -> list[Entry]:
+    """`ddp_find_unused_parameters` where a text task leaves trainable parameters without a
+    gradient (Plan.ddp_find_unused_parameters); elsewhere transformers' default stands."""
+    if not plan.ddp_find_unused_parameters:
+        return []
+    return [
+        Entry(
+            "ddp_find_unused_parameters",
+            True,
+            "text never reaches this checkpoint's vision/audio towers, so they get no gradient; "
+            "DDP must skip them or it fails at step 2 (transformers turns the search off under "
+            "activation checkpointing; TRL turns it on only for image data). Ignored by one "
+            "process and by DeepSpeed",
+        )
+    ]
+
+
 def _agent_entries(plan: Plan) -> list[Entry]:
     """An agent task's cap on tool-calling turns (TRL's default, None, is no cap)."""
     if not plan.task.tool_iterations:
@@ -310,7 +374,7 @@ def _fast_inference_comment(plan: Plan) -> str:
 def _vllm_entries(plan: Plan) -> list[Entry]:
     """Generation with vLLM: colocated on each training GPU, or a server on GPUs of its own."""
     if not plan.use_vllm:
-        return [Entry("use_vllm", False, "generate with transformers (vLLM does not fit here)")]
+        return [Entry("use_vllm", False, _no_vllm_comment(plan))]
     entries = [
         Entry("use_vllm", True, "fast generation with vLLM: pip install -e '.[gpu]'"),
         Entry("vllm_mode", plan.vllm_mode, _vllm_mode_comment(plan)),
@@ -337,6 +401,17 @@ def _vllm_entries(plan: Plan) -> list[Entry]:
             Entry("vllm_server_timeout", 600.0, "seconds to wait for it to load the model"),
         ]
     return entries
+
+
+def _no_vllm_comment(plan: Plan) -> str:
+    if not plan.tier.vllm:
+        return "generate with transformers (this tier plans no vLLM)"
+    if plan.mode == "qlora":
+        return (
+            "generate with transformers: TRL cannot sync QLoRA's 4-bit weights into vLLM "
+            f"({tuning.QLORA_VLLM_BROKEN}); 16-bit LoRA with vLLM does not fit here"
+        )
+    return "generate with transformers (vLLM does not fit here)"
 
 
 def _vllm_mode_comment(plan: Plan) -> str:
@@ -370,6 +445,12 @@ def _precision_comment(plan: Plan) -> str:
 def _lr_comment(plan: Plan) -> str:
     if plan.mode == "full":
         return "full fine-tuning rate (TRL default 1e-6)"
+    if plan.learning_rate == tuning.SHORT_RUN_LORA_RATE:
+        return (
+            f"LoRA rate for a short CPU run (Unsloth's 60-100-step LoRA notebooks use "
+            f"{tuning.SHORT_RUN_LORA_RATE:g}); the GPU tiers' longer runs use "
+            f"{tuning.LEARNING_RATE['lora']:g}"
+        )
     return "LoRA rate: ~10x the full fine-tuning rate"
 
 

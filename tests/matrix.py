@@ -102,7 +102,7 @@ def refusal(combo: dict) -> str:
     spec = catalog.CATALOG.get(combo["model"])
     tools = combo["task_type"] == "tools"
     no_tool_template = tools and (spec is None or not spec.tool_calling)
-    # The early check runs when cookiecutter renders num_gpus' default: the multi-GPU tiers'
+    # The early check runs right after the tier question: the multi-GPU tiers'
     # bakes give num_gpus (SCALE), so for them the full check (answers.validate) comes first.
     early = not tiers.TIERS[combo["gpu_tier"]].scalable
     if early and no_tool_template:  # right after the task question

@@ -143,11 +143,11 @@ def test_unsloth_recipes_state_the_vllm_share_unsloth_really_uses():
 
 TRAIN_EACH = """
 import json, sys
-from algo_train import train
+from grpo_kit import training
 steps = {}
-for path in sys.argv[1:]:
-    trainer = train.train(["--config", path, "--smoke", "--max_steps", "1",
-                           "--output_dir", path + ".out"])
+for path in sys.argv[1:]:  # the project's own train.py builds each trainer
+    trainer = training.run(None, ["--config", path, "--smoke", "--max_steps", "1",
+                                  "--output_dir", path + ".out"])
     args = trainer.args
     steps[path] = [trainer.state.global_step, args.loss_type, args.importance_sampling_level,
                    args.multi_objective_aggregation]

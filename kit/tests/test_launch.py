@@ -9,6 +9,7 @@ import pytest
 from conftest import CPU_RECIPE, load, make_project
 from grpo_kit.commands import launch
 from grpo_kit.errors import UserError
+from grpo_kit.recipe import SMOKE_DISTRIBUTED_OUTPUT_DIR
 
 # The two launched tiers as the template writes them ([tool.grpo.tier]) and their recipes: one
 # node of 8 GPUs, 2 of them serving vLLM to 6 DDP processes; 2 nodes of 8 GPUs, 16 ZeRO-3
@@ -76,19 +77,19 @@ use_cpu: false
 }
 
 
+def launched_project(root: Path, tier: str, recipe: str = "") -> Path:
+    """A math project on a launched tier, with its accelerate configs (`recipe`: more keys)."""
+    root = make_project(root, tier=TIERS[tier], recipe=CPU_RECIPE + RECIPES[tier] + recipe)
+    (root / "configs" / "accelerate").mkdir()
+    for name, text in ACCELERATE.items():
+        (root / "configs" / "accelerate" / name).write_text(text, encoding="utf-8")
+    return root
+
+
 @pytest.fixture(scope="module")
 def tier_projects(tmp_path_factory):
     """{tier: project root} of a math project on each launched tier."""
-    roots = {}
-    for tier, body in TIERS.items():
-        root = make_project(
-            tmp_path_factory.mktemp(tier), tier=body, recipe=CPU_RECIPE + RECIPES[tier]
-        )
-        (root / "configs" / "accelerate").mkdir()
-        for name, text in ACCELERATE.items():
-            (root / "configs" / "accelerate" / name).write_text(text, encoding="utf-8")
-        roots[tier] = root
-    return roots
+    return {tier: launched_project(tmp_path_factory.mktemp(tier), tier) for tier in TIERS}
 
 
 @pytest.fixture(params=list(TIERS))
@@ -273,6 +274,101 @@ def test_sigterm_reaches_the_trainer_then_stops_the_server(tmp_path):
         urllib.request.urlopen(url, timeout=2)
 
 
+# torchrun's shape: the launcher's child (the agent) starts each worker in a session of its own.
+AGENT = """
+import subprocess, sys
+worker = subprocess.Popen([sys.executable, "-c", sys.argv[1]], start_new_session=True)
+sys.exit(worker.wait())
+"""
+
+WORKER = """
+import json, os, signal, sys, time
+def stop(signum, frame):
+    open({got!r}, "w").write(str(signum))
+    json.dump({{"status": {status!r}}}, open({record!r}, "w"))
+    sys.exit(0)  # as the workers of a distributed run do after SIGUSR1
+signal.signal(signal.SIGUSR1, stop)
+open({ready!r}, "w").write(str(os.getppid()))
+time.sleep(120)
+"""
+
+REQUEUE_LAUNCHER = """
+import sys
+from pathlib import Path
+from grpo_kit.commands import launch
+agent, worker, record = sys.argv[1:]
+steps = [launch.Step("train", [sys.executable, "-c", agent, worker])]
+sys.exit(launch.execute(steps, "", timeout=30, grace=10, run_record=Path(record)))
+"""
+
+
+def test_the_early_warning_reaches_the_workers_and_asks_for_a_requeue(tmp_path):
+    """SIGUSR1 (SLURM's early warning) sent to every process, as a scheduler does: the agent
+    in between survives it (it starts with SIGUSR1 ignored), the launcher passes it on to the
+    worker in its own session, and once the run record confirms the stop it exits with the
+    requeue code."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from grpo_kit.callbacks.stopping import REQUEUE_EXIT_CODE, REQUEUE_STATUS
+
+    got, ready, record = tmp_path / "worker-got", tmp_path / "ready", tmp_path / "run_record.json"
+    worker = WORKER.format(got=str(got), ready=str(ready), record=str(record),
+                           status=REQUEUE_STATUS)  # fmt: skip
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", REQUEUE_LAUNCHER, AGENT, worker, str(record)],
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ready.exists(), "the worker never started"
+    time.sleep(0.2)
+    os.kill(int(ready.read_text()), signal.SIGUSR1)  # the agent: it must not die of it
+    launcher.send_signal(signal.SIGUSR1)
+    assert launcher.wait(timeout=60) == REQUEUE_EXIT_CODE
+    assert got.read_text() == str(int(signal.SIGUSR1))
+
+
+def test_a_requeue_needs_the_stop_confirmed(tmp_path):
+    from grpo_kit.callbacks.stopping import REQUEUE_EXIT_CODE, REQUEUE_STATUS
+
+    record = tmp_path / "run_record.json"
+    assert launch.requeue_confirmed(REQUEUE_EXIT_CODE, None)  # a single process says so itself
+    assert not launch.requeue_confirmed(0, record)  # no record
+    record.write_text('{"status": "finished"}')
+    assert not launch.requeue_confirmed(0, record)  # the run ended before the warning
+    record.write_text(f'{{"status": "{REQUEUE_STATUS}"}}')
+    assert launch.requeue_confirmed(0, record)
+    assert not launch.requeue_confirmed(1, record)  # a crash is not a requeue
+    record.write_text("{not json")
+    assert not launch.requeue_confirmed(0, record)
+
+
+def test_torchrun_gives_the_workers_the_launchers_grace(tmp_path, monkeypatch):
+    """torchrun kills its workers 30 s after forwarding SIGTERM unless told otherwise: too short
+    to save a large model. The launcher passes its own grace (a value you set wins)."""
+    seen = tmp_path / "seen"
+    step = launch.Step(
+        "train",
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; open(sys.argv[1], 'w')"
+            ".write(os.environ['TORCH_ELASTIC_SHUTDOWN_TIMEOUT'])",
+            str(seen),
+        ],
+    )
+    monkeypatch.delenv("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", raising=False)
+    assert launch.execute([step], "", timeout=1, grace=123) == 0
+    assert seen.read_text() == "123"
+    monkeypatch.setenv("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "900")
+    assert launch.execute([step], "", timeout=1, grace=123) == 0
+    assert seen.read_text() == "900"
+
+
 def test_smoke_distributed_uses_the_plans_accelerate_config(tier_project, tiny_model_dir):
     """`make smoke-distributed` starts 2 CPU processes through `accelerate launch` with this
     plan's accelerate config (DDP's where the plan's DeepSpeed needs CUDA), as a GPU run
@@ -287,6 +383,70 @@ def test_smoke_distributed_uses_the_plans_accelerate_config(tier_project, tiny_m
     assert config == expected and "accelerate.commands.launch" in command
     assert Path(config).is_file()
     assert command[command.index("--num_processes") + 1] == str(launch.SMOKE_PROCESSES)
+    # issue 27: the recipe's checkpointing and DDP settings, not --smoke's (which turns
+    # checkpointing off); the overrides last
+    assert "--smoke-distributed" in command and "--smoke" not in command
+    assert command[-2:] == ["--model_name_or_path", str(tiny_model_dir)]
+
+
+def test_the_distributed_smoke_run_trains_with_the_recipes_checkpointing(tmp_path, monkeypatch):
+    """What the launched processes parse: the recipe's activation checkpointing and DDP
+    setting, the tiny model on the CPU, in outputs/smoke-distributed (no vLLM server)."""
+    keys = "activation_checkpointing: true\nddp_find_unused_parameters: true\n"
+    root = launched_project(tmp_path / "multi-gpu", "multi-gpu", keys)
+    monkeypatch.chdir(root)
+    project = load(root)
+    (step,) = launch.smoke_plan(project, [])
+    assert step.name == "train" and not step.background
+    config = step.command.index("--config")
+    assert step.command[config : config + 2] == ["--config", "configs/grpo.yaml"]
+    parsed = launch.launch_recipe(project, step.command[config + 2 :])
+    training = parsed.training
+    assert training.activation_checkpointing and training.ddp_find_unused_parameters
+    assert training.output_dir == str(SMOKE_DISTRIBUTED_OUTPUT_DIR) == "outputs/smoke-distributed"
+    assert parsed.script.smoke and not training.use_vllm and training.use_cpu
+
+
+def test_a_tier_without_a_launcher_runs_the_distributed_smoke_through_torchrun(
+    tmp_path, monkeypatch
+):
+    """One GPU or the CPU: no accelerate config; `make smoke-distributed` still starts 2
+    processes (torchrun, gloo) of the project's train script."""
+    root = make_project(tmp_path / "single", recipe=CPU_RECIPE)
+    monkeypatch.chdir(root)
+    project = load(root)
+    assert not project.tier.accelerate_config
+    (step,) = launch.smoke_plan(project, ["--max_steps", "3"])
+    command = step.command
+    assert command[1:4] == ["-m", "torch.distributed.run", "--standalone"]
+    assert command[command.index("--nproc_per_node") + 1] == str(launch.SMOKE_PROCESSES)
+    module = command[command.index("--nproc_per_node") + 3]
+    assert module == launch.train_module(project)
+    assert command[-5:] == ["--config", "configs/grpo.yaml", "--smoke-distributed",
+                            "--max_steps", "3"]  # fmt: skip
+    assert step.environment() == {"OMP_NUM_THREADS": "1"}
+
+
+def test_the_launcher_builds_the_tiny_model_before_the_processes_start(
+    tier_projects, monkeypatch, capsys
+):
+    """Both processes would build outputs/tiny-model on first use, and one could read the
+    other's half-written folder: the launcher builds it once, first (not for --dry-run)."""
+    from grpo_kit import training
+
+    monkeypatch.chdir(tier_projects["multi-gpu"])
+    events = []
+    monkeypatch.setattr(training, "ensure_offline_model", lambda r: events.append(("build", r)))
+    monkeypatch.setattr(
+        launch, "execute", lambda steps, *a, **k: events.append(("execute", steps)) or 0
+    )
+    assert launch.main(["--smoke", "--dry-run"]) == 0
+    assert events == []
+    assert launch.main(["--smoke"]) == 0
+    assert [kind for kind, _ in events] == ["build", "execute"]
+    built = events[0][1]
+    assert built.script.smoke and built.model.model_name_or_path == "outputs/tiny-model"
+    assert "--smoke-distributed" in events[1][1][0].command
 
 
 @pytest.mark.slow
@@ -304,3 +464,49 @@ def test_smoke_distributed_trains_in_two_processes(
     saved = {p.name for p in output.iterdir()}
     assert "adapter_model.safetensors" in saved or "model.safetensors" in saved
     assert "training processes: 2" in capfd.readouterr().err
+
+
+WARN_LAUNCHER_AT_STEP = "GRPO_TEST_SIGUSR1_LAUNCHER_AT_STEP"  # "<step>:<launcher pid>"
+
+
+def usr1_to_the_launcher(completions, trainer_state=None, **kwargs):
+    """A reward that, on rank 0 at the given step, sends the launcher SIGUSR1 (as SLURM's early
+    warning reaches it), and otherwise scores nothing in particular."""
+    import os
+    import signal
+
+    step, _, pid = os.environ.get(WARN_LAUNCHER_AT_STEP, "-1:").partition(":")
+    if trainer_state is not None and trainer_state.global_step == int(step):
+        os.environ.pop(WARN_LAUNCHER_AT_STEP)
+        if os.environ.get("RANK", "0") == "0":
+            os.kill(int(pid), signal.SIGUSR1)
+    return [float(len(c[0]["content"]) % 3) for c in completions]
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_the_early_warning_stops_a_distributed_run_for_a_requeue(
+    tier_projects, tiny_model_dir, tmp_path, monkeypatch
+):
+    """The launch path of a multi-GPU plan (accelerate, torchrun's agent, 2 workers in sessions
+    of their own) on the CPU: SIGUSR1 to the launcher stops both workers after the same step with
+    a checkpoint, and the launcher exits with the requeue code."""
+    import json
+    import os
+
+    from grpo_kit.callbacks.stopping import REQUEUE_EXIT_CODE, REQUEUE_STATUS
+
+    monkeypatch.chdir(tier_projects["multi-node"])
+    tests = str(Path(__file__).resolve().parent)
+    path = os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p)
+    monkeypatch.setenv("PYTHONPATH", path)
+    monkeypatch.setenv(WARN_LAUNCHER_AT_STEP, f"1:{os.getpid()}")
+    output = tmp_path / "run"
+    code = launch.launch(["--smoke", "--", "--model_name_or_path", str(tiny_model_dir),
+                          "--output_dir", str(output), "--max_steps", "4",
+                          "--reward_funcs", "test_launch.usr1_to_the_launcher",
+                          "--reward_weights", "1.0"])  # fmt: skip
+    assert code == REQUEUE_EXIT_CODE
+    assert [c.name for c in output.glob("checkpoint-*")] == ["checkpoint-2"]
+    record = json.loads((output / "run_record.json").read_text())
+    assert record["status"] == REQUEUE_STATUS and record["global_step"] == 2

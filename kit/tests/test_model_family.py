@@ -67,6 +67,7 @@ FAMILIES = {
     "gemma3-multimodal": Family("gemma3", "gemma3", LANGUAGE_MODEL_ONLY),
     "phi4-mini": Family("phi3", "phi4_mini", PHI3_TARGETS),
     "smollm3": Family("smollm3", "smollm3", ALL_LINEAR, thinking=True, switch=True),
+    "smollm2": Family("llama", "smollm2", ALL_LINEAR),
     "lfm2.5": Family("lfm2", "lfm2_2_5_v2", LFM2_TARGETS),
     "gemma4": Family("gemma4", "gemma4_v5", LANGUAGE_MODEL_ONLY, switch=True),
     "nemotron-h": Family("nemotron_h", "nemotron_3_nano", NEMOTRON_H_TARGETS, True, True),
@@ -342,3 +343,66 @@ def test_the_smoke_pipeline_trains_merges_and_answers(family, cases, tmp_path, c
     assert len(answers) == 1 and answers[0].strip()
     assert (output / "merged" / "config.json").is_file()
     assert "merge check passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_the_recipes_lora_targets_are_kept_for_the_model_they_were_written_for(family, cases):
+    """The catalog's targets select linear layers of the family's own model: kept as they are."""
+    from grpo_kit.backends import transformers as backend
+
+    case = cases(family)
+    targets = case.recipe.model.lora_target_modules  # as TRL's ModelConfig holds them
+    found = backend.model_modules(str(case.model_dir))
+    assert found is not None
+    name, modules = found
+    assert backend.lora_targets(targets, name, modules, str(case.model_dir)) == targets
+
+
+@pytest.mark.parametrize(
+    ("project_family", "model_family", "expected"),
+    [
+        ("qwen3.5", "llama3.2", "all-linear"),  # `make try MODEL=<SmolLM2 folder>` (issue 26)
+        ("phi4-mini", "qwen2.5", "all-linear"),
+        ("qwen2.5", "gemma3-multimodal", "language model"),  # the names would adapt the tower
+        ("qwen3.5", "gemma3-multimodal", None),  # its language-model regex fits Gemma 3: kept
+        ("gemma4", "llama3.2", "all-linear"),
+    ],
+)
+def test_lora_targets_follow_the_model_actually_loaded(
+    project_family, model_family, expected, cases, caplog
+):
+    """A recipe generated for one family trains another family's model (--model_name_or_path,
+    `make try MODEL=...`): targets that select none of its layers fall back to `all-linear`,
+    or, for a multimodal model, every linear layer of its language model (never a tower), said
+    in one line; PEFT then adapts the model instead of raising NoMatchingPeftModuleError."""
+    import copy
+    import logging
+
+    from grpo_kit.backends import transformers as backend
+    from peft import get_peft_model
+    from trl.trainer.utils import create_model_from_path
+
+    recipe = cases(project_family).recipe
+    other = cases(model_family).model_dir
+    model_args = copy.copy(recipe.model)
+    model_args.model_name_or_path = str(other)
+    training = copy.copy(recipe.training)
+    moved = recipe._replace(model=model_args, training=training)
+    with caplog.at_level(logging.WARNING, logger="grpo_kit"):
+        config = backend.trainer_model(moved)["peft_config"]
+    targets = config.target_modules
+    if expected is None:
+        assert targets == recipe.model.lora_target_modules or set(targets) == set(
+            recipe.model.lora_target_modules
+        )
+        assert "LoRA targets" not in caplog.text
+    elif expected == "all-linear":
+        assert targets == "all-linear"
+        assert f"select no layer of {other}" in caplog.text and "using all-linear" in caplog.text
+    else:
+        assert isinstance(targets, str) and targets.startswith(".*language_model.*")
+        assert "select no layer" in caplog.text
+    model = create_model_from_path(str(other), dtype="float32")
+    adapted = [n for n, m in get_peft_model(model, config).named_modules() if hasattr(m, "lora_A")]
+    towers = ("visual", "vision_tower", "audio_tower", "multi_modal_projector", "embed_vision")
+    assert adapted and not [n for n in adapted if any(t in n for t in towers)]

@@ -1,16 +1,22 @@
 """`grpo gpu-check` (`make gpu-check`): prove the plan on a real GPU, a few steps of this
 project's own recipe measured against the template's memory estimate.
 
-    grpo gpu-check [--steps 3] [--report F.json]
+    grpo gpu-check [--steps 3] [--report F.json] [--local-model DIR]
 
 The process is capped to the tier's memory, so a bigger card behaves like the tier's, and vLLM's
-share (a fraction of the whole card to vLLM) is scaled to the cap. It trains the recipe's real
-model when the Hub (or a local copy) can provide it; otherwise the tiny offline model, and it
-says so: the tiny model proves the GPU code path, not the estimate. With the real model the
-card's peak use is compared with the estimate: within TOLERANCE it passes, otherwise (or when
-nothing was measured) it fails with a non-zero exit code. Other arguments are recipe overrides; an
-override that changes what is trained (model, batch, lengths, quantization, ...) makes the
-estimate inapplicable, and the report says so instead of giving a verdict.
+share (a fraction of the whole card to vLLM) is scaled to the cap. It needs no network and
+installs nothing: the recipe's model comes from a folder (the recipe's, or `--local-model`: a
+copy of the recipe's model, e.g. the acceptance run's random weights of its exact shape), the
+Hugging Face cache (complete: config and every weight file), else the Hub when it answers; the
+data is the recipe's own when local, else the task's shipped sample while the recipe names the
+task's default data (the estimate assumes prompts of max_prompt_tokens either way). Without the
+model it trains the tiny offline model, and says so: that proves the GPU code path, not the
+estimate. Everything up to training runs on any machine; without a CUDA GPU it stops there, in
+one line. With the real model the card's peak use is compared with the estimate: within
+TOLERANCE it passes, otherwise (or when nothing was measured) it fails with a non-zero exit code.
+Other arguments are recipe overrides; an override that changes what is trained (model, batch,
+lengths, quantization, ...) makes the estimate inapplicable, and the report says so instead of
+giving a verdict.
 """
 
 from __future__ import annotations
@@ -56,19 +62,85 @@ def changed_fields(overrides: Sequence[str]) -> list[str]:
     return [n for n in names if n and n not in NEUTRAL and n != "config"]
 
 
-def model_available(name: str) -> bool:
-    """A local folder, or a Hub id whose files can be fetched (offline mode: no)."""
+WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # one file, or an index of shards
+
+
+def cached_model(name: str) -> Path | None:
+    """The Hugging Face cache's snapshot of the model `name` when its config and every weight
+    file are there (huggingface_hub.try_to_load_from_cache), else None."""
+    import json
+
+    from huggingface_hub import try_to_load_from_cache
+
+    def cached(filename: str) -> Path | None:
+        try:
+            found = try_to_load_from_cache(name, filename)
+        except Exception:  # noqa: BLE001 - not a valid repo id (a path): not cached
+            return None
+        return Path(found) if isinstance(found, str) else None
+
+    config = cached("config.json")
+    if config is None:
+        return None
+    for weights in WEIGHTS:
+        if cached(weights):
+            return config.parent
+        index = cached(f"{weights}.index.json")
+        if index is not None:
+            try:
+                shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
+            except (OSError, ValueError, KeyError, AttributeError):
+                return None
+            return config.parent if all(cached(shard) for shard in shards) else None
+    return None
+
+
+def model_source(name: str, local: Path | None = None) -> tuple[str, str] | None:
+    """(what to load, where it comes from) for the recipe's model without installing or
+    downloading anything first: `local` (a copy of it), a folder, the cache, else the Hub when it
+    answers (never in offline mode); None when none has it."""
+    if local is not None:
+        if not (local / "config.json").is_file():
+            raise UserError(f"--local-model {local}: no config.json there (a model folder?)")
+        return str(local), f"the local copy {local}"
     if Path(name).is_dir():
-        return True
+        return name, f"the folder {name}"
+    snapshot = cached_model(name)
+    if snapshot is not None:
+        return str(snapshot), f"the Hugging Face cache ({name})"
     if os.environ.get("HF_HUB_OFFLINE") == "1":
-        return False
+        return None
     try:
         from huggingface_hub import model_info
 
         model_info(name, timeout=10)
     except Exception:  # noqa: BLE001 - any failure means: not reachable from here
-        return False
-    return True
+        return None
+    return name, f"the Hub ({name})"
+
+
+def model_available(name: str) -> bool:
+    """A local folder, a complete copy in the cache, or a Hub id that answers (offline: no)."""
+    return model_source(name) is not None
+
+
+def data_layer(recipe):
+    """The task's shipped sample as a recipe layer while the recipe names the task's default
+    data (on the Hub), so the check needs no network; None for data of your own."""
+    from ..recipe import Layer, names_default_data, sample_data_values
+
+    project = recipe.project
+    named = {"dataset_name": recipe.script.dataset_name}
+    named["dataset_config"] = recipe.script.dataset_config
+    if not names_default_data(project, named):
+        return None
+    return Layer(f"the sample data ({project.task.data.sample})", sample_data_values(project))
+
+
+def measured_gib(figures: dict) -> float:
+    """The card's peak as gpu-check counts it: what the card had in use at the end, or torch's
+    peak reservation, whichever is larger (vLLM's share is outside torch's allocator)."""
+    return max(figures["card_used_gib"], figures["torch_peak_reserved_gib"])
 
 
 def vllm_share_override(recipe, cap_gib: float, card_gib: float) -> list[str]:
@@ -94,6 +166,12 @@ def parse_args(argv: Sequence[str] | None):
     )
     parser.add_argument("--steps", type=int, default=3, help="optimizer steps (default 3)")
     parser.add_argument("--report", type=Path, help="also write the figures as JSON here")
+    parser.add_argument(
+        "--local-model",
+        type=Path,
+        help="a folder holding the recipe's model (the same shapes): trained instead, and the "
+        "verdict still applies",
+    )
     return parser.parse_known_args(argv)
 
 
@@ -108,31 +186,50 @@ def gpu_check(argv: Sequence[str] | None = None) -> dict:
     args, overrides = parse_args(argv)
     project = load_project()
     tier = project.tier
-    if not torch.cuda.is_available():
-        raise UserError("gpu-check needs a CUDA GPU; on this machine use `make smoke` instead")
+    cuda = torch.cuda.is_available()
+    recipe = parse_recipe(overrides, project=project, read_only=True)
+    data = data_layer(recipe)
+    model = recipe.model.model_name_or_path
+    source = model_source(model, args.local_model)
+    what = (
+        f"the model from {source[1]}"
+        if source
+        else f"the tiny offline model ({model} is in no folder or cache here, and the Hub does "
+        "not answer)"
+    )
+    what += f", {data.source if data else 'the recipe data ' + recipe.script.dataset_name}"
+    if not cuda:
+        raise UserError(
+            f"gpu-check: ready to train {what} under the {tier.name} tier's cap; the rest needs "
+            "a CUDA GPU (on this machine, `make smoke` runs the CPU path)"
+        )
     card = torch.cuda.get_device_properties(0).total_memory
     cap = min(card, tier.memory_gib * GIB)
-    recipe = parse_recipe(overrides, project=project)
+    recipe = parse_recipe(overrides, extra=data, project=project)
     extra = vllm_share_override(recipe, cap / GIB, card / GIB)
-    model = recipe.model.model_name_or_path
-    real_model = model_available(model)
-    if not real_model:
+    print(f"gpu-check: training {what}", flush=True)
+    if source is None:
         print(
-            f"gpu-check: {model} cannot be fetched here (offline?): training the tiny model "
-            "instead, which proves the GPU code path but not the memory estimate",
+            "gpu-check: the tiny model proves the GPU code path but not the memory estimate",
             flush=True,
         )
         if not (TINY_MODEL_DIR / "config.json").is_file():
             project_tiny_model(TINY_MODEL_DIR, project)
         extra += ["--model_name_or_path", str(TINY_MODEL_DIR)]
+    elif source[0] != model:
+        extra += ["--model_name_or_path", source[0]]
+    real_model = source is not None
     torch.cuda.set_per_process_memory_fraction(cap / card, 0)
     torch.cuda.reset_peak_memory_stats()
     trainer = training.run(
         None,
         [
             *overrides, "--max_steps", str(args.steps), "--save_strategy", "no",
-            "--report_to", "none", "--no-resume", "--output_dir", OUTPUT_DIR, *extra,
+            "--report_to", "none", "--no-resume", "--output_dir", OUTPUT_DIR,
+            "--preflight", "false",  # measures training's memory (a random model has no signal)
+            *extra,
         ],
+        stage=data,
         project=project,
     )  # fmt: skip
     free, total = torch.cuda.mem_get_info(0)
@@ -141,6 +238,8 @@ def gpu_check(argv: Sequence[str] | None = None) -> dict:
         "tier": tier.name,
         "cap_gib": round(cap / GIB, 2),
         "model": trainer.model.config._name_or_path,
+        "model_source": source[1] if source else "the tiny offline model",
+        "data": data.source if data else recipe.script.dataset_name,
         "estimated_peak_gib": tier.estimated_peak_gib,
         "torch_peak_allocated_gib": round(torch.cuda.max_memory_allocated(0) / GIB, 2),
         "torch_peak_reserved_gib": round(torch.cuda.max_memory_reserved(0) / GIB, 2),
@@ -152,7 +251,7 @@ def gpu_check(argv: Sequence[str] | None = None) -> dict:
     }
     if figures["steps"] < args.steps:
         raise NotMeasured(f"trained {figures['steps']} of {args.steps} steps: nothing to compare")
-    measured = max(figures["card_used_gib"], figures["torch_peak_reserved_gib"])
+    measured = measured_gib(figures)
     changed = changed_fields(overrides)
     if not real_model:
         figures["verdict"] = "not compared: the tiny model ran, not the recipe's"

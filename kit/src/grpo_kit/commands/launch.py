@@ -13,11 +13,22 @@ overrides, applied to the training command and to the server alike (both are bui
 resolved recipe). The launcher owns its children: SIGINT/SIGTERM reach the trainer (which saves a
 checkpoint and stops) and then stop the server; a port already in use is refused before anything
 starts (a stale server would answer `/health` for a model it does not serve).
+
+SIGUSR1 (a scheduler's early warning before its time limit, see scripts/multinode.sbatch) goes on
+to every process below the launcher (torchrun starts each worker in a session of its own, out of
+reach of a process group). Every child starts with SIGUSR1 ignored until a trainer installs its
+handler, so neither this nor a scheduler that signals every process of the job kills torchrun's
+agent (or a process the trainer started before training). The trainers save a checkpoint and
+stop; the launcher then exits with REQUEUE_EXIT_CODE (75) once the run
+record confirms the stop, and the SLURM script requeues the job, which resumes from that
+checkpoint. torchrun gives its workers `grace` seconds to stop after SIGINT/SIGTERM (its own
+default is 30 s, too short to save a large model) through TORCH_ELASTIC_SHUTDOWN_TIMEOUT.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shlex
@@ -31,6 +42,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..callbacks.run_record import RECORD
+from ..callbacks.stopping import REQUEUE_EXIT_CODE, REQUEUE_SIGNAL, REQUEUE_STATUS
 from ..errors import UserError
 from ..project import Project
 from ..project import load as load_project
@@ -110,22 +123,37 @@ def accelerate_command(
 
 # `make smoke-distributed`: the launch path of this tier on the CPU.
 SMOKE_PROCESSES = 2
-SMOKE_OUTPUT_DIR = "outputs/smoke-distributed"
 CPU_STRATEGIES = ("ddp", "fsdp2")  # DeepSpeed (zero2/zero3) needs CUDA
 
 
+def smoke_arguments(extra: list[str]) -> list[str]:
+    """The distributed smoke run's recipe arguments: the smoke layer that keeps the recipe's
+    checkpointing and DDP settings (`--smoke-distributed`), the overrides last, so they win."""
+    return ["--smoke-distributed", *extra]
+
+
 def smoke_plan(project: Project, extra: list[str]) -> list[Step]:
-    """Train `--smoke` in 2 CPU processes through `accelerate launch` with this plan's own
-    accelerate config; a DeepSpeed (or single-process) plan uses the DDP config beside it, since
-    DeepSpeed needs CUDA: the launch path is the same, the sharding is not."""
+    """Train `--smoke-distributed` in 2 CPU processes as this tier starts training: through
+    `accelerate launch` with the plan's own accelerate config (a DeepSpeed plan uses the DDP
+    config beside it, since DeepSpeed needs CUDA: the launch path is the same, the sharding is
+    not); a tier without an accelerate config (one GPU, or the CPU) through torchrun, gloo."""
     tier = project.tier
-    config = Path(tier.accelerate_config or "configs/accelerate/none.yaml")
+    env = {"OMP_NUM_THREADS": "1"}
+    if not tier.accelerate_config:
+        command = [
+            sys.executable, "-m", "torch.distributed.run", "--standalone",
+            "--nproc_per_node", str(SMOKE_PROCESSES),
+            "-m", train_module(project), "--config", str(DEFAULT_RECIPE), *smoke_arguments(extra),
+        ]  # fmt: skip
+        return [Step("train", command, env=env)]
+    config = Path(tier.accelerate_config)
     if tier.distributed not in CPU_STRATEGIES:
         config = config.with_name("ddp.yaml")
         logger.info("smoke: %s needs GPUs; the CPU smoke run uses %s", tier.distributed, config)
-    train = ["--smoke", "--output_dir", SMOKE_OUTPUT_DIR, *extra]
-    command = accelerate_command(project, SMOKE_PROCESSES, 1, train, config=str(config), cpu=True)
-    return [Step("train", command, env={"OMP_NUM_THREADS": "1"})]
+    command = accelerate_command(
+        project, SMOKE_PROCESSES, 1, smoke_arguments(extra), config=str(config), cpu=True
+    )
+    return [Step("train", command, env=env)]
 
 
 def plan(project: Project, extra: list[str], environ: dict[str, str]) -> list[Step]:
@@ -188,7 +216,7 @@ def wait_healthy(url: str, timeout: float, server: subprocess.Popen | None = Non
 
 
 class Stopped(Exception):  # noqa: N818 - a stop, not an error
-    """The launcher received SIGINT/SIGTERM."""
+    """The launcher received SIGINT, SIGTERM or SIGUSR1."""
 
     def __init__(self, signum: int):
         super().__init__(signum)
@@ -222,42 +250,142 @@ def _stop(process: subprocess.Popen, signum: int, grace: float) -> None:
         process.wait()
 
 
-def execute(steps: list[Step], health_url: str, timeout: float, grace: float = 300.0) -> int:
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, grandchildren, ...), from /proc (Linux); [] where
+    there is no /proc."""
+    children: dict[int, list[int]] = {}
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # exited meanwhile
+        # "pid (command) state ppid ...": the command may hold spaces and parentheses
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    found, queue = [], [pid]
+    while queue:
+        below = children.get(queue.pop(), [])
+        found += below
+        queue += below
+    return found
+
+
+def notify_tree(process: subprocess.Popen, signum: int) -> None:
+    """Send `signum` to a step's process and everything below it (torchrun's workers run in
+    sessions of their own, out of reach of the step's process group)."""
+    for pid in [process.pid, *descendants(process.pid)]:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            continue
+
+
+def requeue_confirmed(code: int, record: Path | None) -> bool:
+    """Whether the training step stopped for a requeue after SIGUSR1: a single process says so
+    with its exit code; the processes of a distributed run exit 0 (see callbacks/stopping.py)
+    and rank 0's run record says so (every run rewrites it when it starts, so an old record
+    cannot answer for this run)."""
+    if code == REQUEUE_EXIT_CODE:
+        return True
+    if code != 0 or record is None:
+        return False
+    try:
+        status = json.loads(record.read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return status == REQUEUE_STATUS
+
+
+HANDLED = (signal.SIGINT, signal.SIGTERM, REQUEUE_SIGNAL)
+
+
+def _child_setup() -> None:
+    """In a child, before it runs its program: the launcher's signals unblocked (they are blocked
+    while the child starts, and a blocked mask survives exec) and SIGUSR1 ignored (that survives
+    exec too) until a trainer installs its own handler (callbacks/stopping.py)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
+    signal.signal(REQUEUE_SIGNAL, signal.SIG_IGN)
+
+
+def _start(step: Step, env: dict[str, str], into: list[subprocess.Popen]) -> None:
+    """Start a step in its own session and add it to `into`, with signals blocked meanwhile: a
+    signal arriving now is handled once the process is known (and can be stopped)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
+    try:
+        process = subprocess.Popen(
+            step.command, env=env, start_new_session=True, preexec_fn=_child_setup
+        )
+        into.append(process)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
+
+
+def execute(
+    steps: list[Step],
+    health_url: str,
+    timeout: float,
+    grace: float = 300.0,
+    run_record: Path | None = None,
+) -> int:
     """Run the steps: background ones first (waiting for health), then the rest in order.
 
     Every child runs in its own process group, owned here: on SIGINT/SIGTERM the running step
     gets the same signal (training saves a checkpoint and stops; after `grace` seconds it is
-    killed), then the background steps are stopped; the exit code is 128 + the signal."""
+    killed), then the background steps are stopped; the exit code is 128 + the signal. On
+    SIGUSR1 every process of the running step gets it (notify_tree) and the launcher waits for
+    the step to end; REQUEUE_EXIT_CODE when `run_record` (or the step's exit code) confirms the
+    stop, else the step's exit code. A signal that arrives while a stop is under way goes on to
+    the running step (the trainer stops at once on a second SIGINT/SIGTERM)."""
+    current: list[subprocess.Popen] = []  # the running foreground step, when there is one
+    stopping: list[int] = []
 
     def on_signal(signum, frame):
+        if stopping:
+            if current and signum != REQUEUE_SIGNAL:
+                os.killpg(current[0].pid, signum)
+            return
+        stopping.append(signum)
         raise Stopped(signum)
 
-    handled = (signal.SIGINT, signal.SIGTERM)
-    previous = {s: signal.signal(s, on_signal) for s in handled}
+    previous = {s: signal.signal(s, on_signal) for s in HANDLED}
     background: list[subprocess.Popen] = []
-    current: subprocess.Popen | None = None
     try:
         if any(step.background for step in steps):
             check_port_free(health_url)
         for step in steps:
             env = {**os.environ, **step.environment()}
+            env.setdefault("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(int(grace)))
             print(f"launch: {step.name}: {step.render()}", flush=True)
             if step.background:
-                process = subprocess.Popen(step.command, env=env, start_new_session=True)
-                background.append(process)
-                wait_healthy(health_url, timeout, process)
+                _start(step, env, background)
+                wait_healthy(health_url, timeout, background[-1])
             else:
-                current = subprocess.Popen(step.command, env=env, start_new_session=True)
-                code = current.wait()
-                current = None
+                _start(step, env, current)
+                code = current[0].wait()
+                current.clear()
                 if code:
                     return code
         return 0
     except Stopped as stop:
-        print(f"launch: {signal.Signals(stop.signum).name}: stopping", file=sys.stderr, flush=True)
-        if current is not None:
-            _stop(current, stop.signum, grace)
-        return 128 + stop.signum
+        name = signal.Signals(stop.signum).name
+        print(f"launch: {name}: stopping", file=sys.stderr, flush=True)
+        if stop.signum != REQUEUE_SIGNAL:
+            if current:
+                _stop(current[0], stop.signum, grace)
+            return 128 + stop.signum
+        if not current:
+            return REQUEUE_EXIT_CODE  # nothing trained yet: the requeued job starts over
+        notify_tree(current[0], stop.signum)
+        code = current[0].wait()
+        if requeue_confirmed(code, run_record):
+            print("launch: checkpoint saved; exit code for a requeue", file=sys.stderr, flush=True)
+            return REQUEUE_EXIT_CODE
+        return code
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -274,8 +402,9 @@ def parse_args(argv: Sequence[str] | None):
     parser.add_argument(
         "--smoke",
         action="store_true",
-        help=f"offline: {SMOKE_PROCESSES} CPU processes through accelerate with this plan's "
-        "config (make smoke-distributed)",
+        help=f"offline: {SMOKE_PROCESSES} CPU processes as this tier launches training (accelerate "
+        "with the plan's config; torchrun without one), with the recipe's checkpointing and DDP "
+        "settings on the tiny model (make smoke-distributed)",
     )
     parser.add_argument("extra", nargs="*", help="recipe overrides for train (after --)")
     return parser.parse_args(argv)
@@ -290,9 +419,15 @@ def launch(argv: Sequence[str] | None = None) -> int:
         for step in steps:
             print(step.render())
         return 0
-    training = launch_recipe(project, extra).training
+    recipe = launch_recipe(project, smoke_arguments(extra) if args.smoke else extra)
+    if args.smoke:  # the tiny model, once, before the processes that would each build it
+        from ..training import ensure_offline_model
+
+        ensure_offline_model(recipe)
+    training = recipe.training
     health = f"http://127.0.0.1:{training.vllm_server_port}/health"
-    return execute(steps, health, training.vllm_server_timeout)
+    record = Path(training.output_dir) / RECORD
+    return execute(steps, health, training.vllm_server_timeout, run_record=record)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

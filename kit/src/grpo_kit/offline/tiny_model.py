@@ -105,6 +105,9 @@ TOKENS: dict[str, TemplateTokens] = {
         "<|im_end|>", "<|pad|>", "<|startoftext|>",
     ),
     "nemotron_3_nano": _QWEN,
+    # SmolLM2: ChatML turns; bos <|im_start|>, eos and pad <|im_end|> (the GGUF's ids 1, 2, 2).
+    "smollm2": TemplateTokens(("<|endoftext|>", "<|im_start|>", "<|im_end|>"), "<|im_end|>",
+                              "<|im_end|>", "<|im_start|>"),
 }  # fmt: skip
 MULTIMODAL = ("gemma3", "qwen3_5", "gemma4")
 ARCHITECTURES = (
@@ -122,6 +125,8 @@ SEED_TEXT = (
 AGENT_VOCAB = 4096
 TEACH_STEPS = 300  # a taught rollout's call is then sampled whole (tests/test_agent_learning)
 TEACH_CONTEXT = 128
+# In the offline runs' tiny model folder: the data file its tokenizer learned (rebuilt on a change).
+TOKENIZER_DATA = "tokenizer_data.txt"
 SHARE_COPIES = 10  # copies of each row taught when only a share of the rollouts calls a tool
 # The chat templates TRL ships none of (the checkpoint's own), and the stand-in of a custom model.
 VENDORED_TEMPLATES = Path(__file__).with_name("chat_templates")
@@ -150,7 +155,12 @@ def chat_template_text(name: str) -> str:
 def _corpus(sample_file: Path, extra: Sequence[str] = ()) -> Iterator[str]:
     yield SEED_TEXT
     yield from extra
-    if sample_file.is_file():
+    if sample_file.is_file() and sample_file.suffix.lower() != ".jsonl":  # your .csv, .parquet
+        from ..rows import load_rows
+
+        for row in load_rows(str(sample_file)).to_list():
+            yield from _strings(row)
+    elif sample_file.is_file():
         for line in sample_file.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 yield from _strings(json.loads(line))
@@ -510,8 +520,12 @@ def build_tiny_model(
 
 def project_tiny_model(out_dir: Path, project: Project, recipe=None, **options) -> Path:
     """The tiny stand-in of the project's model: its architecture and chat template, a tokenizer
-    trained on its task's sample data (options: see `build_tiny_model`)."""
+    trained on the data the recipe reads (`recipe.tokenizer_data`: your local data file, else
+    the task's sample; the sample without a recipe) (options: see `build_tiny_model`)."""
+    from ..recipe import tokenizer_data
+
     sample = project.root / project.task.data.sample
+    sample = tokenizer_data(recipe) if recipe is not None else sample
     return build_tiny_model(
         out_dir, project.tiny_arch, project.chat_template, sample, recipe=recipe, **options
     )
@@ -521,15 +535,47 @@ def ensure_tiny_model(recipe) -> None:
     """Build the tiny model in outputs/tiny-model on first use, when an offline run (`--smoke`,
     `--trial`) asks for it there."""
     import logging
+    import os
+    import shutil
 
-    from ..recipe import TINY_MODEL_DIR
+    from filelock import FileLock
+
+    from ..recipe import TINY_MODEL_DIR, tokenizer_data
 
     path = Path(recipe.model.model_name_or_path)
     default_dir = recipe.project.root / TINY_MODEL_DIR
-    if path.resolve() != default_dir.resolve() or (default_dir / "config.json").is_file():
+    if path.resolve() != default_dir.resolve():
         return
-    logging.getLogger(__name__).info("offline run: building the tiny model in %s", default_dir)
-    project_tiny_model(default_dir, recipe.project, recipe=recipe)
+    # Rebuilt when the data changes (the sample, then your own): its tokenizer learns that data.
+    data = str(tokenizer_data(recipe).resolve())
+    sample = str((recipe.project.root / recipe.project.task.data.sample).resolve())
+    if _tiny_model_current(default_dir, data, sample):
+        return
+    # Several processes (the ranks of `make smoke-distributed`, parallel tests) may ask at once:
+    # one builds, under a lock, into a private folder renamed into place, so no process ever
+    # loads a half-written model; the others find it built when they get the lock.
+    default_dir.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(default_dir) + ".lock"):
+        if _tiny_model_current(default_dir, data, sample):
+            return
+        logging.getLogger(__name__).info(
+            "offline run: building the tiny model in %s (tokenizer trained on %s)",
+            default_dir,
+            data,
+        )
+        building = default_dir.with_name(f"{default_dir.name}.building-{os.getpid()}")
+        shutil.rmtree(building, ignore_errors=True)
+        project_tiny_model(building, recipe.project, recipe=recipe)
+        (building / TOKENIZER_DATA).write_text(data, encoding="utf-8")
+        shutil.rmtree(default_dir, ignore_errors=True)
+        building.rename(default_dir)
+
+
+def _tiny_model_current(folder: Path, data: str, sample: str) -> bool:
+    """Whether `folder` holds a finished tiny model whose tokenizer learnt `data`."""
+    stamp = folder / TOKENIZER_DATA
+    built_from = stamp.read_text(encoding="utf-8") if stamp.is_file() else sample
+    return (folder / "config.json").is_file() and built_from == data
 
 
 def build_tiny_reward_model(out_dir: Path, project: Project, seed: int = 0) -> Path:
