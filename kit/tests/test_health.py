@@ -187,6 +187,8 @@ def test_a_run_whose_reward_never_varies_triggers_the_reward_std_warning(tiny_mo
         "--max_steps", "4",
     )  # fmt: skip
     events = [json.loads(line) for line in (tmp_path / "run" / HEALTH_LOG).read_text().splitlines()]
+    assert events[0] == {"check": None, "event": "started", "step": 0, "active": []}
+    events = events[1:]
     assert events[0]["check"] == "reward_std" and events[0]["event"] == "raised"
     assert "make reward-debug" in events[0]["message"]
     # health_stop_on_fatal: two logs in a row without any spread stop the run early.
@@ -312,3 +314,223 @@ def test_a_run_whose_correctness_never_varies_warns_though_format_varies(
     raised = [e for e in events if e["check"] == "correctness_spread" and e["event"] == "raised"]
     assert raised and "phantom gradients" in raised[0]["message"]
     assert ended == [trainer]
+
+
+# --- NaN and infinities (issue 25), the phantom-gradient wording (issue 26), resume (issue 28) ---
+
+
+@pytest.mark.parametrize("key", ["loss", "kl", "entropy", "grad_norm"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), None])
+def test_a_nan_or_inf_in_the_logs_is_fatal_with_the_fix(key, value):
+    """TRL logs None for a metric whose every value was NaN: that counts as NaN too."""
+    found = checks(logs(1, **{key: value}), beta=0.04)
+    finding = found["non_finite"]
+    assert finding.severity == "fatal" and key in finding.message
+    assert "learning_rate" in finding.message and "bf16" in finding.message
+    assert "resumes from the last checkpoint" in finding.message
+    assert next(iter(found)) == "non_finite"  # worst first
+    assert "non_finite" not in checks(logs(1, **{key: 0.5}), beta=0.04)
+
+
+def test_an_fp16_skipped_step_warns_and_turns_fatal_when_it_lasts():
+    """fp16's loss scaler skips a step whose gradients overflow (grad_norm inf): normal now and
+    then; every step for health_patience logs is not."""
+    once = checks(logs(3, grad_norm=[1.0, 1.0, float("inf")]), fp16=True, patience=3)
+    assert once["non_finite"].severity == "warning" and "loss scaler" in once["non_finite"].message
+    lasting = checks(logs(3, grad_norm=float("inf")), fp16=True, patience=3)
+    assert lasting["non_finite"].severity == "fatal"
+    # A NaN loss is no skipped step, fp16 or not; nor is grad_norm inf without fp16.
+    assert checks(logs(1, loss=float("nan")), fp16=True)["non_finite"].severity == "fatal"
+    assert checks(logs(1, grad_norm=float("inf")))["non_finite"].severity == "fatal"
+
+
+def monitor_state(history, step, **extra):
+    return SimpleNamespace(log_history=history, is_world_process_zero=True, global_step=step,
+                           stateful_callbacks={}, **extra)  # fmt: skip
+
+
+def test_a_non_finite_stop_saves_no_checkpoint_other_fatal_stops_do(tmp_path):
+    nan = monitor_state(logs(1, grad_norm=float("nan")), 1)
+    control = HealthMonitor(default_limits(), str(tmp_path), stop_on_fatal=True).on_log(
+        None, nan, TrainerControl(should_save=True)
+    )
+    assert control.should_training_stop and not control.should_save
+    dead = monitor_state(logs(3, reward_std=0.0, frac_reward_zero_std=1.0), 3)
+    control = HealthMonitor(default_limits(patience=3), str(tmp_path), stop_on_fatal=True).on_log(
+        None, dead, TrainerControl()
+    )
+    assert control.should_training_stop and control.should_save
+    # health.jsonl stays strict JSON: the NaN is written as "nan".
+    raised = [json.loads(line, parse_constant=pytest.fail)
+              for line in (tmp_path / HEALTH_LOG).read_text().splitlines()]  # fmt: skip
+    assert raised[0]["check"] == "non_finite" and raised[0]["value"] == "nan"
+
+
+def nan_at_second_step(trainer):
+    """The loss of the second optimizer step turns NaN (as an overflow would)."""
+    compute_loss = trainer.compute_loss
+
+    def poisoned(model, inputs, *args, **kwargs):
+        loss = compute_loss(model, inputs, *args, **kwargs)
+        return loss * float("nan") if trainer.state.global_step == 1 else loss
+
+    trainer.compute_loss = poisoned
+
+
+@pytest.mark.slow
+def test_a_run_whose_loss_turns_nan_stops_without_saving_its_weights(tiny_model_dir, tmp_path):
+    """The NaN shows as a fatal finding, the run stops (health_stop_on_fatal) with the checkpoint
+    before it intact and nothing saved after it; the run record names it."""
+    from conftest import RECIPE
+    from grpo_kit import training
+
+    out = tmp_path / "run"
+    argv = ["--config", RECIPE, "--smoke", "--model_name_or_path", str(tiny_model_dir),
+            "--output_dir", str(out), "--max_steps", "4", "--health_stop_on_fatal", "true",
+            "--save_strategy", "steps", "--save_steps", "1"]  # fmt: skip
+    trainer = training.run(None, argv, prepare=nan_at_second_step)
+    assert trainer.state.global_step == 2
+    assert [c.name for c in out.glob("checkpoint-*")] == ["checkpoint-1"]
+    assert not (out / "adapter_model.safetensors").exists()  # no final model of NaN weights
+    events = [json.loads(line) for line in (out / HEALTH_LOG).read_text().splitlines()]
+    raised = [e for e in events if e["event"] == "raised" and e["check"] == "non_finite"]
+    assert raised and raised[0]["severity"] == "fatal" and raised[0]["step"] == 2
+    assert "grad_norm nan" in raised[0]["message"]
+    record = json.loads((out / "run_record.json").read_text(), parse_constant=pytest.fail)
+    assert record["status"] == "stopped by the health check (non_finite)"
+    assert record["health"]["non_finite"]["severity"] == "fatal"
+    assert record["final_metrics"]["grad_norm"] == "nan"
+
+
+def test_the_phantom_gradient_message_names_the_rewards_that_vary():
+    """Only the length reward varies: the message says so, and says nothing of format."""
+    only_length = {spread_metric("acc"): 1.0, spread_metric("strict_format"): 1.0,
+                   spread_metric("soft_overlong"): 0.0, "frac_reward_zero_std": 0.0}  # fmt: skip
+    message = checks(logs(1, **only_length), correctness="acc")["correctness_spread"].message
+    phantom = message.split("(phantom gradients)")[0]
+    assert "soft_overlong still varies" in phantom and "format" not in phantom
+    both = {**only_length, spread_metric("strict_format"): 0.5}
+    message = checks(logs(1, **both), correctness="acc")["correctness_spread"].message
+    assert "strict_format and soft_overlong still vary" in message
+    # Spread metrics not logged (e.g. a reward model): no names guessed.
+    bare = {spread_metric("acc"): 1.0, "frac_reward_zero_std": 0.0}
+    message = checks(logs(1, **bare), correctness="acc")["correctness_spread"].message
+    assert "the other rewards still vary" in message
+
+
+def test_a_resumed_monitor_keeps_the_findings_of_its_checkpoint(tmp_path):
+    """The active findings ride in the checkpoint's state; a resume does not raise them again,
+    and the events a resume replays are dropped when health.jsonl is read."""
+    from grpo_kit.callbacks.health import STATE_KEY, fired, read_events
+
+    history = logs(3, reward_std=0.0, frac_reward_zero_std=1.0)
+    first = HealthMonitor(default_limits(), str(tmp_path))
+    state = monitor_state([], 0)
+    first.on_train_begin(None, state, TrainerControl())
+    for step in (1, 2, 3):
+        state.log_history, state.global_step = history[:step], step
+        first.on_log(None, state, TrainerControl())
+    saved = json.loads(json.dumps(state.stateful_callbacks))  # as trainer_state.json keeps it
+    assert [f["check"] for f in saved[STATE_KEY]["active"]] == ["reward_std"]
+    # The run went on past the checkpoint (step 2) before it died: an event at step 3.
+    first._write({"check": "entropy", "severity": "warning", "step": 3, "event": "raised"})
+    resumed = HealthMonitor(default_limits(), str(tmp_path))
+    state = monitor_state(history[:2], 2)
+    state.stateful_callbacks = {STATE_KEY: saved[STATE_KEY]}
+    resumed.on_train_begin(None, state, TrainerControl())
+    assert set(resumed.active) == {"reward_std"}
+    state.log_history, state.global_step = history, 3
+    resumed.on_log(None, state, TrainerControl())
+    events = read_events(tmp_path / HEALTH_LOG)
+    assert [(e["event"], e["check"]) for e in events] == [
+        ("started", None),
+        ("raised", "reward_std"),
+        ("started", None),
+    ]  # the stale entropy event is gone, reward_std was not raised twice
+    assert list(fired(events)) == ["reward_std"] and fired(events)["reward_std"]["active"]
+
+
+# --- the guards' counts: rewards that raised or timed out, tool calls cut (issue 25 #4, #1) ---
+
+
+def logged_row(step, calls):
+    """A training log row as TRL makes it from `log_metric` calls: each metric's mean."""
+    values: dict = {}
+    for name, value in calls:
+        values.setdefault(name, []).append(value)
+    return {"step": step, "reward": 0.5, "reward_std": 0.3,
+            **{name: sum(v) / len(v) for name, v in values.items()}}  # fmt: skip
+
+
+def test_a_reward_that_raised_or_timed_out_warns_naming_it():
+    """The real reward layer's counts (rewards/<name>/errors and /timeouts, logged on every
+    call) reach the checks: a log where a guard scored a completion low warns, naming the
+    reward and the fix; a log where every count is 0 raises nothing."""
+    from grpo_kit.rewards import ERROR_METRIC, TIMEOUT_METRIC, reward
+
+    @reward(low=0.0, high=1.0)
+    def picky(completion: str) -> float:
+        if completion == "boom":
+            raise RecursionError("too deep")
+        return 1.0
+
+    @reward(low=0.0, high=1.0, time_budget=0.05)
+    def slow(completion: str) -> float:
+        while completion == "spin":
+            pass
+        return 1.0
+
+    calls = []
+    log = lambda name, value: calls.append((name, value))  # noqa: E731
+    for completions in (["ok", "ok"], ["ok", "spin"]):
+        picky(completions, log_metric=log)
+        slow(completions, log_metric=log)
+    quiet = logged_row(1, calls[: len(calls) // 2])
+    assert quiet[ERROR_METRIC.format(name="picky")] == 0.0
+    assert quiet[TIMEOUT_METRIC.format(name="slow")] == 0.0
+    assert not {"reward_errors", "reward_timeouts"} & set(checks([quiet]))
+
+    picky(["boom", "ok", "boom", "ok"], log_metric=log)
+    found = checks([quiet, logged_row(2, calls)])
+    errors, timeouts = found["reward_errors"], found["reward_timeouts"]
+    assert errors.severity == timeouts.severity == "warning"
+    assert "made reward picky raise" in errors.message and "slow" not in errors.message
+    assert "make reward-debug --completions" in errors.message
+    assert "training continues" in errors.message
+    assert errors.value == pytest.approx(2 / 3)  # TRL's mean over the calls: (0 + 0 + 2) / 3
+    assert "made reward slow time out" in timeouts.message and "picky" not in timeouts.message
+    assert "time_budget" in timeouts.message and "make reward-debug" in timeouts.message
+
+
+def test_two_rewards_that_raised_are_both_named():
+    row = logs(1, **{"rewards/a/errors": 1.0, "rewards/b/errors": 0.0, "rewards/c/errors": 2.0})
+    finding = checks(row)["reward_errors"]
+    assert "made reward a and c raise" in finding.message and finding.value == 2.0
+    assert "reward_errors" not in checks(logs(1, **{"rewards/a/errors": 0.0}))
+
+
+def test_tool_calls_cut_by_the_time_budget_warn_with_the_fix():
+    """`tools/budget_cuts`, as the tools task's `tool_call_errors` reward logs it (calls cut
+    per rollout), warns above 0."""
+    from grpo_kit.environments import BUDGET_CUTS_METRIC, ToolSettings, budget_cut_message
+    from grpo_kit.starters.tools.rewards import tool_call_errors
+
+    cut = str({"error": budget_cut_message(ToolSettings())})
+    call = {"type": "function", "function": {"name": "run_python", "arguments": {"code": "1"}}}
+
+    def rollout(*contents):
+        turn = {"role": "assistant", "content": "", "tool_calls": [call] * len(contents)}
+        return [turn, *({"role": "tool", "name": "run_python", "content": c} for c in contents)]
+
+    calls = []
+    tool_call_errors([rollout("1"), rollout("2")], log_metric=lambda *m: calls.append(m))
+    quiet = logged_row(1, calls)
+    assert quiet[BUDGET_CUTS_METRIC] == 0.0
+    assert "tool_budget_cuts" not in checks([quiet])
+    calls.clear()
+    tool_call_errors([rollout("1", cut, cut), rollout("2")], log_metric=lambda *m: calls.append(m))
+    finding = checks([quiet, logged_row(2, calls)])["tool_budget_cuts"]
+    assert finding.severity == "warning" and finding.value == 1.0  # 2 cuts over 2 rollouts
+    assert "tool calls ran out of time" in finding.message
+    assert "max_tool_calling_iterations" in finding.message
+    assert "tool_turn_seconds" in finding.message and "tool_rollout_seconds" in finding.message

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from conftest import rows_of, sample_recipe
 from grpo_kit.callbacks.run_record import RECORD, RunRecord
 from grpo_kit.data import PromptStats
@@ -41,3 +42,32 @@ def test_adaptive_weights_log_each_change(logged_run):
     lines = (logged_run / "reward_weights.jsonl").read_text().splitlines()
     changes = [json.loads(line) for line in lines]
     assert changes and all(c["old"] != c["new"] and 0 <= c["success"] <= 1 for c in changes)
+
+
+def test_the_record_names_the_checks_that_fired_and_stays_strict_json(recipe, tmp_path):
+    """A NaN in the final metrics is written as "nan" (strict JSON), and the health checks that
+    fired (health.fired over health.jsonl) are in the record."""
+    from types import SimpleNamespace
+
+    from grpo_kit.callbacks.health import fired
+
+    record = RunRecord(recipe, ["--smoke"])
+    record.path = tmp_path / RECORD
+    history = [{"step": 1, "reward": 0.5, "grad_norm": float("nan"), "kl": float("inf")},
+               {"step": 1, "eval_reward": 0.25}]  # fmt: skip
+    events = [{"check": "non_finite", "severity": "fatal", "step": 1, "value": "nan",
+               "limit": 0.0, "message": "grad_norm nan", "event": "raised"}]  # fmt: skip
+    state = SimpleNamespace(log_history=history, global_step=1)
+    record.finish(state, "stopped by the health check (non_finite)", None, fired(events))
+    written = json.loads(record.path.read_text(), parse_constant=pytest.fail)
+    assert written["final_metrics"]["grad_norm"] == "nan"
+    assert written["final_metrics"]["kl"] == "inf"
+    assert written["final_eval_metrics"]["eval_reward"] == 0.25
+    health = written["health"]["non_finite"]
+    assert health["severity"] == "fatal" and health["first_step"] == 1 and health["active"]
+
+
+def test_the_smoke_runs_record_lists_the_checks_in_its_health_log(logged_run):
+    record = json.loads((logged_run / RECORD).read_text())
+    events = [json.loads(line) for line in (logged_run / "health.jsonl").read_text().splitlines()]
+    assert set(record["health"]) == {e["check"] for e in events if e["event"] == "raised"}

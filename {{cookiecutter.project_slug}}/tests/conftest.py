@@ -20,7 +20,8 @@ def in_project_root(monkeypatch):
 
 @pytest.fixture(scope="session")
 def checks():
-    """grpo-kit's checks of this project: its recipe, task and rewards on the sample data."""
+    """grpo-kit's checks of this project: its recipe, task and rewards on your data
+    (the sample while the recipe names the task's default dataset)."""
     from grpo_kit.testing import ProjectChecks
 
     return ProjectChecks(PROJECT_ROOT)

@@ -1,5 +1,5 @@
 """This project end to end: the recipe parses against the installed TRL, every reward is maxed by
-the sample's ideal completions and survives hostile ones, and the pipeline runs offline."""
+your data's ideal completions and survives hostile ones, and the pipeline runs offline."""
 
 import pytest
 

@@ -25,7 +25,7 @@ from .project import load as load_project
 
 EXAMPLES = int(os.environ.get("GRPO_FUZZ_EXAMPLES", "1000"))
 MB = 1_000_000
-SLACK_S = 1.0  # over a reward's time budget (or none), for a loaded machine
+SLACK_S = 1.0  # over a reward's time budget (or none)
 
 FRAGMENTS = [
     "<think>", "</think>", "<answer>", "</answer>", "```", "```python\n", "```json\n", "\n",
@@ -54,6 +54,7 @@ def hostile(size: int) -> dict[str, str]:
         "python fences": repeat("```python\n"),
         "bare fences": repeat("```"),
         "fence then blanks": "```" + " " * (size - 3),
+        "tagged fence then blanks": "```python" + " \t" * ((size - 9) // 2),
         "deep brackets": "[" * half + "]" * half,
         "deep objects": repeat('{"a": '),
         "boxed": repeat("\\boxed{"),
@@ -80,18 +81,18 @@ class ProjectChecks:
 
     @cached_property
     def recipe(self):
-        """The project's recipe (configs/grpo.yaml + configs/local.yaml) on the sample data, read
-        as a CPU would read a GPU recipe."""
-        from .recipe import Layer, parse_recipe, sample_data_values
+        """The project's recipe (configs/grpo.yaml + configs/local.yaml), read as a CPU would read
+        a GPU recipe, on the data the offline commands read: your own once the recipe names it
+        (your columns, labels, schema), else the shipped sample with its own columns."""
+        from .recipe import parse_recipe
 
-        sample = Layer(self.project.task.data.sample, sample_data_values(self.project))
         argv = ["--config", str(self.root / self.recipe_file)]
-        return _in(self.root, lambda: parse_recipe(argv, extra=sample, read_only=True,
-                                                   project=self.project))  # fmt: skip
+        return _in(self.root, lambda: parse_recipe(argv, read_only=True, project=self.project,
+                                                   offline_data=True))  # fmt: skip
 
     @cached_property
     def rows(self) -> list[dict]:
-        """The sample rows as training rows: chat prompt, gold answer, the task's columns."""
+        """The data's rows as training rows: chat prompt, gold answer, the task's columns."""
         from . import data
 
         recipe, task = self.recipe, self.project.task
@@ -118,7 +119,7 @@ class ProjectChecks:
         return dict(zip(names, resolve(names, table, settings), strict=True))
 
     def ideal_completions_reach_the_top(self, limit: int = 64) -> None:
-        """Every recipe reward gives every sample row's ideal completion the top of its range
+        """Every recipe reward gives every row's ideal completion the top of its range
         (a reward a perfect answer cannot max is a bug)."""
         from .rewards import call_like_trl
 
@@ -130,7 +131,7 @@ class ProjectChecks:
             values = _in(self.root, lambda f=func: call_like_trl(f, ideal, rows))
             below = [(i, v) for i, v in enumerate(values) if v is not None and v != top]
             assert not below, f"{name}: ideal completions below {top:g}: {below[:5]}"
-            assert any(v is not None for v in values), f"{name}: applied to no sample row"
+            assert any(v is not None for v in values), f"{name}: applied to no row"
 
     def rewards_never_fail(self, examples: int = EXAMPLES) -> None:
         """Random and hostile completions: never an exception, NaN or a value out of range."""
@@ -167,7 +168,9 @@ class ProjectChecks:
     def large_completions_are_fast(self, size: int = MB, skip: tuple[str, ...] = ()) -> None:
         """Every reward scores each hostile shape of `size` characters within its time budget
         (plus SLACK_S), and 4x the text never takes anywhere near 16x the time (a quadratic scan
-        would). `skip`: rewards whose work is running programs (their own time limit)."""
+        would). Times are the CPU time of the thread scoring (what budgets count), so a loaded
+        machine does not fail the check. `skip`: rewards whose work is running programs (their
+        own time limit)."""
         from .rewards import call_like_trl
 
         row = self.rows[0]
@@ -175,9 +178,9 @@ class ProjectChecks:
         for name, func in self.rewards().items():
             low, high = func.reward_range.low, func.reward_range.high
             for shape, completion in large.items():
-                start = time.perf_counter()
+                start = time.thread_time()
                 [value] = _in(self.root, lambda f=func, c=completion: call_like_trl(f, [c], [row]))
-                elapsed = time.perf_counter() - start
+                elapsed = time.thread_time() - start
                 if value is not None:
                     assert math.isfinite(value) and low <= value <= high, (name, shape, value)
                 if name in skip:
@@ -198,13 +201,14 @@ class ProjectChecks:
 
 
 def _best_time(func, completion: str, row: dict, repeats: int = 3) -> float:
+    """The least CPU time (of this thread) of `repeats` scorings."""
     from .rewards import call_like_trl
 
     best = math.inf
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.thread_time()
         call_like_trl(func, [completion], [row])
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.thread_time() - start)
     return best
 
 

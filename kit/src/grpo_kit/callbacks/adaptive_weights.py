@@ -6,6 +6,10 @@ At every log, each reward's success rate is its logged mean placed in its docume
 factor `adaptive_factor` per log, within `adaptive_min_scale`..`adaptive_max_scale` times its
 recipe weight. Rewards without a documented range (dotted paths, reward models) keep theirs.
 Each change is logged and appended to `output_dir/reward_weights.jsonl`.
+
+The weights are part of the run's state: each checkpoint saves them (`trainer_state.json`,
+`stateful_callbacks`) and a resumed run continues with the checkpoint's weights (a `resumed` line
+in reward_weights.jsonl says which), not the recipe's. The recipe's weights stay the bounds.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from transformers import TrainerCallback
 logger = logging.getLogger(__name__)
 
 WEIGHTS_LOG = "reward_weights.jsonl"
+STATE_KEY = "grpo_kit.adaptive_reward_weights"  # in trainer_state.json's stateful_callbacks
 
 
 @dataclass(frozen=True)
@@ -53,11 +58,44 @@ class AdaptiveRewardWeights(TrainerCallback):
         if weights is None:
             raise AttributeError("this trainer has no reward_weights to adapt")
         self.weights = weights
-        self.names = names
+        self.names = list(names)
         self.ranges = ranges  # RewardRange or None per reward
         self.initial = [float(w) for w in weights.tolist()]
         self.policy = policy
         self.path = Path(output_dir) / WEIGHTS_LOG
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        """On a resume, take back the weights saved in the checkpoint's state."""
+        saved = (getattr(state, "stateful_callbacks", None) or {}).get(STATE_KEY) or {}
+        weights = saved.get("weights")
+        if saved.get("names") == list(self.names) and isinstance(weights, list):
+            for index, weight in enumerate(weights):
+                self.weights[index] = float(weight)
+            if state.is_world_process_zero:
+                current = {n: round(float(w), 6) for n, w in zip(self.names, weights, strict=True)}
+                logger.info("reward weights restored from the checkpoint: %s", current)
+                self._append({"step": state.global_step, "event": "resumed", "weights": current})
+        elif saved:
+            logger.warning(
+                "the checkpoint's adaptive reward weights are for the rewards %s, not %s: "
+                "starting from the recipe's weights",
+                saved.get("names"),
+                self.names,
+            )
+        self._remember(state)
+        return control
+
+    def _remember(self, state) -> None:
+        """The current weights, in the state a checkpoint saves (trainer_state.json)."""
+        if getattr(state, "stateful_callbacks", None) is None:
+            state.stateful_callbacks = {}
+        weights = [float(w) for w in self.weights.tolist()]
+        state.stateful_callbacks[STATE_KEY] = {"names": list(self.names), "weights": weights}
+
+    def _append(self, event: dict) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(event) + "\n")
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         logs = logs or {}
@@ -76,9 +114,7 @@ class AdaptiveRewardWeights(TrainerCallback):
                     "reward weight %s: %.3g -> %.3g (success %.2f) at step %d",
                     name, old, new, success, state.global_step,
                 )  # fmt: skip
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with self.path.open("a", encoding="utf-8") as handle:
-                    event = {"step": state.global_step, "reward": name, "old": old, "new": new,
-                             "success": success}  # fmt: skip
-                    handle.write(json.dumps(event) + "\n")
+                self._append({"step": state.global_step, "reward": name, "old": old, "new": new,
+                              "success": success})  # fmt: skip
+        self._remember(state)
         return control

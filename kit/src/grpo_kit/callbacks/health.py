@@ -4,8 +4,8 @@ GRPO fails quietly: the loss says nothing (it is about 0 by construction), so th
 `reward_std`, `frac_reward_zero_std`, `kl`, `entropy`, the clipped ratio and the reward curves.
 `assess(history, limits)` is a pure function over the logged rows (unit-tested); `HealthMonitor`
 calls it at every log, reports each new finding once (and when it clears), appends the events
-to `output_dir/health.jsonl`, and stops the run (after saving a checkpoint) on a fatal finding
-when the recipe sets `health_stop_on_fatal: true`.
+to `output_dir/health.jsonl`, and stops the run (after saving a checkpoint, unless its weights
+are not finite) on a fatal finding when the recipe sets `health_stop_on_fatal: true`.
 
 Two signals TRL does not log as such are made here:
 - the correctness reward's own spread per group. TRL logs `frac_reward_zero_std` on the total
@@ -17,10 +17,33 @@ Two signals TRL does not log as such are made here:
 - the vLLM rollout correction (`sampling/*`): a large trainer/vLLM logprob gap or an importance
   ratio far from 1 means rollouts are down-weighted or dropped.
 
+A NaN or infinite `loss`, `kl`, `entropy` or `grad_norm` is the loudest finding (`non_finite`,
+fatal): the weights or the loss have overflowed and every later step trains on garbage. TRL
+averages NaN values out of its metrics and logs None when nothing finite is left, and the
+Trainer's `logging_nan_inf_filter` hides a NaN loss, so a None or NaN in any of these four
+counts. With fp16 mixed precision, an infinite `grad_norm` is the loss scaler skipping a step,
+normal now and then: there it is a warning, fatal when it lasts `health_patience` logs. A stop on
+`non_finite` saves no checkpoint (its weights are not finite): the rerun resumes from the last
+checkpoint before it.
+
+Every event goes to `health.jsonl`: `started` (the step training began at: 0, or the checkpoint's
+step on a resume), `raised` (with the message) and `cleared`. `read_events` drops the events a
+resume replays (those after the checkpoint's step, written before the resume); `fired` sums them
+up per check, for the run record and the report. The findings active at a checkpoint are saved in
+it (`trainer_state.json`, `stateful_callbacks`), so a resumed run does not raise them again.
+
 Tool-calling runs (`environment_factory`/`tools`): TRL logs `tools/call_frequency` (tool calls
 per rollout, batch mean) and `tools/failure_frequency` (failed calls / calls, 0 without calls).
 Only when a log holds them, three more checks watch for a model that never calls a tool, one that
-calls until `max_tool_calling_iterations` cuts it off, and calls that mostly fail.
+calls until `max_tool_calling_iterations` cuts it off, and calls that mostly fail; and when the
+`tool_call_errors` reward logs `tools/budget_cuts` (calls cut by the tools' time budget, per
+rollout), any cut warns (`tool_budget_cuts`).
+
+The reward layer's guards (rewards/base.py) log, on every call, the completions they scored low:
+`rewards/<name>/errors` (the scorer raised on them) and `rewards/<name>/timeouts` (they ran past
+the reward's time budget). Any log where one is above 0 warns, naming the rewards
+(`reward_errors`, `reward_timeouts`): training goes on, but a correct completion may have
+scored low.
 """
 
 from __future__ import annotations
@@ -36,6 +59,10 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from ..environments import BUDGET_CUTS_METRIC
+from ..rewards import ERROR_METRIC, TIMEOUT_METRIC
+from .run_record import strict
+
 logger = logging.getLogger(__name__)
 
 HEALTH_LOG = "health.jsonl"
@@ -43,7 +70,7 @@ HEALTH_LOG = "health.jsonl"
 
 @dataclass(frozen=True)
 class Limits:
-    """Thresholds (the recipe's `health_*` fields, whose defaults are in config.ScriptArguments)
+    """Thresholds (the recipe's `health_*` fields, whose defaults are in recipe.ScriptArguments)
     and what the checks need to know."""
 
     zero_std_max: float  # share of groups whose completions all scored the same
@@ -64,6 +91,7 @@ class Limits:
     logp_difference_max: float = 0.05
     importance_ratio_tolerance: float = 0.1
     max_tool_calling_iterations: int | None = None  # the recipe's cap on tool turns (None: none)
+    fp16: bool = False  # fp16 mixed precision: an infinite grad_norm is a skipped step
 
 
 @dataclass(frozen=True)
@@ -77,6 +105,10 @@ class Finding:
 
 
 SPREAD_METRIC = "rewards/{name}/frac_zero_std"
+# Logged values that must be finite: a NaN or an infinity in any of them is fatal.
+FINITE_KEYS = ("loss", "grad_norm", "kl", "entropy")
+NON_FINITE = "non_finite"
+STATE_KEY = "grpo_kit.health"  # the active findings, in trainer_state.json's stateful_callbacks
 TOOL_CALLS = "tools/call_frequency"  # TRL: tool calls per rollout, mean over the batch
 TOOL_FAILURES = "tools/failure_frequency"  # TRL: failed calls / calls (0 when no call)
 
@@ -120,6 +152,7 @@ def assess(history: list[dict], limits: Limits) -> list[Finding]:
     findings = [
         f
         for f in (
+            _non_finite(rows, last, step, limits),
             _zero_std(rows, last, step, limits),
             _correctness_spread(rows, last, step, limits),
             _kl(rows, last, step, limits),
@@ -131,10 +164,64 @@ def assess(history: list[dict], limits: Limits) -> list[Finding]:
             _no_tool_calls(rows, step, limits),
             _tool_cap(rows, step, limits),
             _tool_failures(rows, step, limits),
+            _reward_errors(last, step),
+            _reward_timeouts(last, step),
+            _tool_budget_cuts(last, step),
         )
         if f is not None
     ]
     return sorted(findings, key=lambda f: f.severity != "fatal")
+
+
+def non_finite_values(row: dict) -> dict[str, float]:
+    """{key: value} of the `FINITE_KEYS` a log row holds that are not finite numbers (TRL logs
+    None for a metric whose every value was NaN: it counts as NaN)."""
+    bad = {}
+    for key in FINITE_KEYS:
+        if key not in row:
+            continue
+        value = row[key]
+        if value is None:
+            bad[key] = math.nan
+        elif isinstance(value, int | float) and not math.isfinite(value):
+            bad[key] = float(value)
+    return bad
+
+
+def _non_finite(rows, last, step, limits: Limits) -> Finding | None:
+    bad = non_finite_values(last)
+    if not bad:
+        return None
+    recent = rows[-limits.patience :]
+    lasting = len(recent) == limits.patience and all(
+        "grad_norm" in non_finite_values(r) for r in recent
+    )
+    skipped = limits.fp16 and set(bad) == {"grad_norm"} and not lasting
+    values = ", ".join(f"{key} {value}" for key, value in bad.items())
+    if skipped:
+        return Finding(
+            NON_FINITE,
+            "warning",
+            step,
+            bad["grad_norm"],
+            0.0,
+            f"{values}: with fp16 the loss scaler skipped this step (its gradients overflowed); "
+            f"normal now and then, fatal when it lasts {limits.patience} logs. If it lasts: "
+            "train in bf16 where the GPU has it, or lower learning_rate.",
+        )
+    return Finding(
+        NON_FINITE,
+        "fatal",
+        step,
+        next(iter(bad.values())),
+        0.0,
+        f"{values} at step {step}: the loss or the weights have overflowed, so every later "
+        "step trains on garbage (or generation fails). Lower learning_rate (e.g. 10x), keep "
+        "max_grad_norm at 1.0 or lower, train in bf16 rather than fp16 (fp16 overflows), check "
+        "that every reward returns finite numbers (make reward-debug), then rerun: it resumes "
+        "from the last checkpoint saved before this step (with health_stop_on_fatal: true no "
+        "checkpoint is saved after it).",
+    )
 
 
 def _zero_std(rows, last, step, limits: Limits) -> Finding | None:
@@ -175,10 +262,13 @@ def _correctness_spread(rows, last, step, limits: Limits) -> Finding | None:
     total = _number(last, "frac_reward_zero_std")
     phantom = ""
     if total is not None and total < value - 1e-9:
+        varying = varying_rewards(last, exclude=limits.correctness)
+        named = _listed(varying) if varying else "the other rewards"
         phantom = (
-            f"; only {total:.0%} have no spread in the total reward: the format and length "
-            "rewards still vary, so those groups train format and length while correctness "
-            "gets no gradient (phantom gradients)"
+            f"; only {total:.0%} have no spread in the total reward: {named} still "
+            f"{'varies' if len(varying) == 1 else 'vary'}, so those groups train "
+            f"{_listed(varying) if varying else 'them'} while {limits.correctness} gets no "
+            "gradient (phantom gradients)"
         )
     return Finding(
         "correctness_spread",
@@ -191,6 +281,25 @@ def _correctness_spread(rows, last, step, limits: Limits) -> Finding | None:
         "filter` measures each prompt's pass rate and writes the ones in a band; or raise "
         "num_generations / temperature, or train the format first (make stages).",
     )
+
+
+def varying_rewards(row: dict, exclude: str | None = None) -> list[str]:
+    """The rewards whose scores differed within at least one group of this log (their logged
+    `rewards/<name>/frac_zero_std` is below 1), in logged order; `exclude` left out."""
+    prefix, suffix = SPREAD_METRIC.split("{name}")
+    names = []
+    for key in row:
+        if not (key.startswith(prefix) and key.endswith(suffix)):
+            continue
+        name = key[len(prefix) : -len(suffix)]
+        value = _number(row, key)
+        if name != exclude and value is not None and value < 1.0 - 1e-9:
+            names.append(name)
+    return names
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _kl(rows, last, step, limits: Limits) -> Finding | None:
@@ -391,6 +500,82 @@ def _tool_failures(rows, step, limits: Limits) -> Finding | None:
     )
 
 
+def per_reward(row: dict, metric: str) -> dict[str, float]:
+    """{reward name: value} of a per-reward metric (`metric`, e.g. ERROR_METRIC, with `{name}`)
+    that a log row holds above 0, in logged order."""
+    prefix, suffix = metric.split("{name}")
+    found = {}
+    for key in row:
+        if key.startswith(prefix) and key.endswith(suffix) and len(key) > len(prefix + suffix):
+            value = _number(row, key)
+            if value is not None and value > 0:
+                found[key[len(prefix) : -len(suffix)]] = value
+    return found
+
+
+def _counted(found: dict[str, float]) -> str:
+    """'name N, other M' (completions per reward call, the log's average)."""
+    return ", ".join(f"{name} {value:.3g}" for name, value in found.items())
+
+
+def _reward_errors(last, step) -> Finding | None:
+    """A reward's guard scored completions low because the scorer raised on them."""
+    found = per_reward(last, ERROR_METRIC)
+    if not found:
+        return None
+    names = _listed(list(found))
+    return Finding(
+        "reward_errors",
+        "warning",
+        step,
+        max(found.values()),
+        0.0,
+        f"a completion made reward {names} raise (completions per call: {_counted(found)}; the "
+        "training log's warning names the first error). The reward scores it low and training "
+        "continues, but a correct answer may have earned nothing: log the completions "
+        "(log_completions: true), run make reward-debug --completions on them to see which, "
+        "and fix the reward.",
+    )
+
+
+def _reward_timeouts(last, step) -> Finding | None:
+    """A reward's guard scored completions low because they ran past its time budget."""
+    found = per_reward(last, TIMEOUT_METRIC)
+    if not found:
+        return None
+    names = _listed(list(found))
+    return Finding(
+        "reward_timeouts",
+        "warning",
+        step,
+        max(found.values()),
+        0.0,
+        f"a completion made reward {names} time out: it ran past the reward's time budget "
+        f"(completions per call: {_counted(found)}). The reward scores it low and training "
+        "continues; log the completions (log_completions: true) and run make reward-debug "
+        "--completions on them: if a correct answer times out, raise the reward's time_budget "
+        "(CPU seconds, its @reward in rewards.py).",
+    )
+
+
+def _tool_budget_cuts(last, step) -> Finding | None:
+    """Tool calls not run because their turn's or rollout's time was spent."""
+    cuts = _number(last, BUDGET_CUTS_METRIC)
+    if cuts is None or cuts <= 0:
+        return None
+    return Finding(
+        "tool_budget_cuts",
+        "warning",
+        step,
+        cuts,
+        0.0,
+        f"tool calls ran out of time: {cuts:.3g} calls per rollout were cut by the tools' time "
+        f"budget ({BUDGET_CUTS_METRIC} above 0), and the model got an error instead of their "
+        "result. Lower max_tool_calling_iterations, or raise tool_turn_seconds / "
+        "tool_rollout_seconds.",
+    )
+
+
 def _group_zero_spread(values: list, prompts: list, size: int) -> float | None:
     """Share of complete groups (runs of `size` completions of one prompt) whose scores are all
     equal; None when the batch is not made of whole groups (e.g. a group split across
@@ -458,6 +643,18 @@ class HealthMonitor(TrainerCallback):
         self.path = Path(output_dir) / HEALTH_LOG
         self.stop_on_fatal = stop_on_fatal
         self.active: dict[str, Finding] = {}
+        self.stopped_on: list[str] = []  # the fatal checks that stopped the run
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        """A resumed run takes back the findings active at its checkpoint (so they are not
+        raised twice); every run marks where it began in health.jsonl."""
+        saved = (getattr(state, "stateful_callbacks", None) or {}).get(STATE_KEY) or {}
+        self.active = {f.check: f for f in map(_finding, saved.get("active", [])) if f}
+        if state.is_world_process_zero:
+            self._write({"check": None, "event": "started", "step": state.global_step,
+                         "active": sorted(self.active)})  # fmt: skip
+        self._remember(state)
+        return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         findings = {f.check: f for f in assess(state.log_history, self.limits)}
@@ -472,23 +669,94 @@ class HealthMonitor(TrainerCallback):
                 logger.info("health [%s] step %d: cleared", check, state.global_step)
                 self._write({"check": check, "step": state.global_step, "event": "cleared"})
         self.active = findings
+        self._remember(state)
         fatal = [f for f in findings.values() if f.severity == "fatal"]
         if fatal and self.stop_on_fatal:
-            if main:
+            first = not self.stopped_on
+            self.stopped_on = [f.check for f in fatal]
+            garbage = NON_FINITE in self.stopped_on  # weights not worth a checkpoint
+            if main and first:
                 logger.error(
-                    "health: stopping at step %d on %s (health_stop_on_fatal); a checkpoint is "
-                    "saved, fix the cause and rerun to resume",
+                    "health: stopping at step %d on %s (health_stop_on_fatal); %s",
                     state.global_step,
-                    ", ".join(f.check for f in fatal),
+                    ", ".join(self.stopped_on),
+                    "no checkpoint of these weights is saved: fix the cause and rerun to resume "
+                    "from the last checkpoint before it"
+                    if garbage
+                    else "a checkpoint is saved, fix the cause and rerun to resume",
                 )
-            control.should_save = True
+            control.should_save = not garbage
             control.should_training_stop = True
         return control
+
+    def _remember(self, state) -> None:
+        """The active findings, in the state a checkpoint saves (trainer_state.json)."""
+        if getattr(state, "stateful_callbacks", None) is None:
+            state.stateful_callbacks = {}
+        state.stateful_callbacks[STATE_KEY] = {
+            "active": [strict(asdict(f)) for f in self.active.values()]
+        }
 
     def _write(self, event: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(event) + "\n")
+            handle.write(json.dumps(strict(event)) + "\n")
+
+
+def _finding(saved) -> Finding | None:
+    """A finding saved in a checkpoint's state (None when it is not one)."""
+    names = {f.name for f in dataclasses.fields(Finding)}
+    if not isinstance(saved, dict) or not names <= set(saved):
+        return None
+    try:
+        values = {name: saved[name] for name in names}
+        values.update(value=float(values["value"]), limit=float(values["limit"]))
+        return Finding(**values)
+    except (TypeError, ValueError):
+        return None
+
+
+def read_events(path: Path) -> list[dict]:
+    """The events of `health.jsonl` that describe the run as it stands: at each `started` event
+    (a resume, or a fresh run in the same folder), the earlier events after its step are
+    dropped (a resume trains those steps again). Lines that are not JSON objects are skipped."""
+    events: list[dict] = []
+    if not path.is_file():
+        return events
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        if event.get("event") == "started":
+            begin = event.get("step") or 0
+            events = [e for e in events if (e.get("step") or 0) <= begin]
+        events.append(event)
+    return events
+
+
+def fired(events: list[dict]) -> dict[str, dict]:
+    """Per check that was raised, in order of first raise: its worst severity, how often it was
+    raised, the first and last step it was raised at, whether it was still active at the end,
+    and its last message."""
+    summary: dict[str, dict] = {}
+    for event in events:
+        check, kind = event.get("check"), event.get("event")
+        if not check:
+            continue
+        if kind == "raised":
+            entry = summary.setdefault(
+                check, {"severity": "warning", "raised": 0, "first_step": event.get("step")}
+            )
+            if event.get("severity") == "fatal":
+                entry["severity"] = "fatal"
+            entry["raised"] += 1
+            entry.update(last_step=event.get("step"), active=True, message=event.get("message"))
+        elif kind == "cleared" and check in summary:
+            summary[check].update(active=False, cleared_step=event.get("step"))
+    return summary
 
 
 def limits_from(
@@ -498,14 +766,17 @@ def limits_from(
     max_completion_length: int = 0,
     correctness: str | None = None,
     max_tool_calling_iterations: int | None = None,
+    fp16: bool = False,
 ) -> Limits:
-    """Limits from the recipe's `health_*` fields (a config.ScriptArguments), `beta`,
-    `max_completion_length` and `max_tool_calling_iterations` (GRPOConfig's; None: no cap)."""
+    """Limits from the recipe's `health_*` fields (a recipe.ScriptArguments), `beta`,
+    `max_completion_length`, `max_tool_calling_iterations` (GRPOConfig's; None: no cap) and
+    `fp16` (mixed precision with a loss scaler). An offline run (`smoke`) chose its short
+    completions, so clipping is expected there and not checked."""
     return Limits(
         zero_std_max=script.health_zero_std_max,
         kl_max=script.health_kl_max,
         entropy_min=script.health_entropy_min,
-        clipped_max=script.health_clipped_max,
+        clipped_max=1.0 if script.smoke else script.health_clipped_max,
         flat_logs=script.health_flat_logs,
         flat_delta=script.health_flat_delta,
         patience=script.health_patience,
@@ -516,6 +787,7 @@ def limits_from(
         correctness=correctness,
         max_completion_length=max_completion_length or 0,
         max_tool_calling_iterations=max_tool_calling_iterations or None,
+        fp16=bool(fp16),
     )
 
 

@@ -3,7 +3,10 @@
 Everything needed to reproduce or compare a run: the resolved recipe (after command-line
 overrides), the command line, package versions, the dataset's source and fingerprint (a hash of
 the file for local data), row counts after filtering, the seed, the git revision (and whether the
-tree had uncommitted changes), timings, the final step and metrics, and how the run ended.
+tree had uncommitted changes), the held-out prompts evaluated during training (when the recipe
+evaluates), timings, the final step and metrics, the health checks that fired (from
+`health.jsonl`: a NaN shows as `non_finite`), and how the run ended. NaN and infinite values are
+written as the strings "nan", "inf" and "-inf", so the file is strict JSON.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import platform
 import subprocess
 import sys
@@ -118,15 +122,31 @@ class RunRecord:
                              "longest_prompt_tokens": stats.longest}  # fmt: skip
         self.write()
 
-    def finish(self, state, status: str, resumed_from: str | None = None) -> None:
+    def evaluation(self, source: dict) -> None:
+        """Where the prompts evaluated during training come from (see training.py)."""
+        self.data["evaluation"] = source
+        self.write()
+
+    def finish(
+        self,
+        state,
+        status: str,
+        resumed_from: str | None = None,
+        health: dict | None = None,
+    ) -> None:
+        """The outcome; `health`: the checks that fired ({check: summary}, health.fired)."""
         last = [row for row in state.log_history if "reward" in row]
+        evaluated = [row for row in state.log_history if "eval_reward" in row]
         self.data.update(
             status=status,
             finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             global_step=state.global_step,
             resumed_from=resumed_from,
             final_metrics=last[-1] if last else {},
+            health=health or {},
         )
+        if evaluated:
+            self.data["final_eval_metrics"] = evaluated[-1]
         self.write()
 
     def write(self) -> None:
@@ -134,5 +154,17 @@ class RunRecord:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(self.data, indent=2, default=str), encoding="utf-8")
+        text = json.dumps(strict(self.data), indent=2, default=str, allow_nan=False)
+        temporary.write_text(text, encoding="utf-8")
         temporary.replace(self.path)  # never a half-written record
+
+
+def strict(value):
+    """`value` with NaN and infinities as "nan", "inf", "-inf" (strict JSON keeps no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict(v) for v in value]
+    return value

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
-from ..recipe import SMOKE_OUTPUT_DIR, add_recipe_options, recipe_from
+from ..recipe import SMOKE_OUTPUT_DIR, Layer, add_recipe_options, recipe_from
 from ..runner import run
 
 logger = logging.getLogger(__name__)
@@ -49,6 +49,8 @@ DEFAULT_OUTPUT = Path("outputs/filter")
 PASS_RATES = "pass_rates.jsonl"
 HISTOGRAM = "pass_rates.png"
 FILTERED = "train_filtered.jsonl"
+# Completions per prompt and the band of pass rates kept, by default (also a stage's `refilter`).
+DEFAULTS = {"k": 8, "min": 0.1, "max": 0.9}
 ROW = "_filter_row"  # the data row a prepared prompt came from (removed before scoring)
 
 # (conversations, k) -> k completions per conversation
@@ -70,9 +72,21 @@ def parse_args(argv: Sequence[str] | None):
         "correctness, keep the prompts whose pass rate is in a band.",
         epilog="Other options are recipe overrides, e.g. --dataset_name data/mine.jsonl.",
     )
-    parser.add_argument("--k", type=int, default=8, help="completions per prompt (default 8)")
-    parser.add_argument("--min", type=float, default=0.1, help="lowest pass rate kept (0.1)")
-    parser.add_argument("--max", type=float, default=0.9, help="highest pass rate kept (0.9)")
+    parser.add_argument(
+        "--k", type=int, default=DEFAULTS["k"], help=f"completions per prompt ({DEFAULTS['k']})"
+    )
+    parser.add_argument(
+        "--min",
+        type=float,
+        default=DEFAULTS["min"],
+        help=f"lowest pass rate kept ({DEFAULTS['min']})",
+    )
+    parser.add_argument(
+        "--max",
+        type=float,
+        default=DEFAULTS["max"],
+        help=f"highest pass rate kept ({DEFAULTS['max']})",
+    )
     parser.add_argument("--limit", type=int, help="use only the first N training prompts")
     parser.add_argument("--temperature", type=float, help="default: the recipe's temperature")
     parser.add_argument("--max-new-tokens", type=int, help="default: max_completion_length")
@@ -89,15 +103,26 @@ def parse_args(argv: Sequence[str] | None):
     parser.add_argument("--output-dir", type=Path, help=f"default {DEFAULT_OUTPUT}")
     add_recipe_options(parser)
     args, overrides = parser.parse_known_args(argv)
-    if args.k < 2:
-        parser.error("--k must be at least 2: one completion cannot show a spread")
-    if not 0.0 <= args.min <= args.max <= 1.0:
-        parser.error(f"the band needs 0 <= --min <= --max <= 1, got {args.min} and {args.max}")
-    if args.limit is not None and args.limit < 1:
-        parser.error("--limit must be at least 1")
-    if args.temperature is not None and args.temperature <= 0:
-        parser.error("--temperature must be above 0: k greedy completions would be identical")
+    problem = option_problem(args.k, args.min, args.max, args.limit, args.temperature)
+    if problem:
+        parser.error(problem)
     return args, overrides
+
+
+def option_problem(
+    k: int, low: float, high: float, limit: int | None = None, temperature: float | None = None
+) -> str | None:
+    """What is wrong with the filter's options (None: nothing); also checks a stage's
+    `refilter` (commands/stages.py)."""
+    if k < 2:
+        return "--k must be at least 2: one completion cannot show a spread"
+    if not 0.0 <= low <= high <= 1.0:
+        return f"the band needs 0 <= --min <= --max <= 1, got {low} and {high}"
+    if limit is not None and limit < 1:
+        return "--limit must be at least 1"
+    if temperature is not None and temperature <= 0:
+        return "--temperature must be above 0: k greedy completions would be identical"
+    return None
 
 
 def correctness_reward(task, settings: dict):
@@ -331,15 +356,22 @@ def summary(results: list[PassRate], low: float, high: float) -> str:
     )
 
 
-def filter_prompts(argv: Sequence[str] | None = None, sampler: Sampler | None = None) -> Path:
+def filter_prompts(
+    argv: Sequence[str] | None = None,
+    sampler: Sampler | None = None,
+    extra: Layer | None = None,
+    advise: bool = True,
+) -> Path:
     """Write pass rates, the histogram and the filtered data; returns the filtered file.
-    `sampler` replaces the model (tests)."""
+    `sampler` replaces the model (tests); `extra` is one more recipe layer (a stage's keys, when
+    `grpo stages` refilters); `advise: False` leaves out how to train on the file (stages
+    chain it themselves)."""
     from .. import data
     from ..tokenizer import load_tokenizer
     from ..training import ensure_offline_model
 
     args, overrides = parse_args(argv)
-    recipe = recipe_from(args, overrides, read_only=True)
+    recipe = recipe_from(args, overrides, read_only=True, extra=extra)
     task = recipe.project.task
     out = args.output_dir or (
         SMOKE_OUTPUT_DIR / "filter" if recipe.script.smoke else DEFAULT_OUTPUT
@@ -391,6 +423,8 @@ def filter_prompts(argv: Sequence[str] | None = None, sampler: Sampler | None = 
     filtered = out / FILTERED
     write_jsonl(filtered, written.to_list())
     print(f"kept {len(kept)} of {len(results)} prompts in {filtered}")
+    if not advise:
+        return filtered
     if recipe.script.smoke:
         print(f"train on them: make train ARGS='--smoke --dataset_name {filtered}'")
     else:

@@ -2,8 +2,12 @@
 completions before training, one table per reward.
 
     grpo reward-debug
+    grpo reward-debug --data data/mine.csv
     grpo reward-debug --completions mine.jsonl
 
+The rows are the recipe's data (configs/local.yaml: yours, read with your columns and labels),
+or the shipped sample with its own columns while the recipe still names the task's default data
+(which would need the Hub); `--data FILE` names another file, read with the recipe's columns.
 Without `--completions`, each data row's ideal completion (the task's gold answer written in the
 expected format) is scored, and the command fails unless every reward gives every ideal
 completion the top of its range: a reward that cannot be maxed by a perfect answer is a bug.
@@ -26,7 +30,7 @@ from pathlib import Path
 from .. import data, rewards
 from ..errors import UserError
 from ..project import load as load_project
-from ..recipe import DEFAULT_RECIPE, Layer, parse_recipe, sample_data_values
+from ..recipe import DEFAULT_RECIPE, SMOKE_OVERRIDES, parse_recipe
 from ..runner import run
 
 
@@ -53,7 +57,8 @@ def parse_args(argv: Sequence[str] | None):
         "--data",
         default=None,
         help="dataset or file with the rows, read with the recipe's columns (default: the "
-        "task's sample data with its own columns)",
+        "recipe's data; the task's sample, with its own columns, while the recipe names the "
+        "task's default data)",
     )
     parser.add_argument("--completions", type=Path, help="JSONL of completions to score")
     parser.add_argument("--limit", type=int, default=8, help="rows shown per table (default 8)")
@@ -195,19 +200,42 @@ def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
     return ok
 
 
+def rows_note(recipe, scored: int, available: int, max_rows: int) -> str:
+    """Which rows are scored, and why more than a smoke run trains on."""
+    limit = recipe.script.max_train_samples
+    if scored < available:
+        which = f"{scored} of its {available} rows (--max-rows {max_rows})"
+    elif limit is not None:
+        which = f"its first {scored} rows (max_train_samples {limit})"
+    else:
+        which = f"all its {scored} rows"
+    return (
+        f"reward-debug: scoring {which} of {recipe.script.dataset_name}: every row's ideal "
+        "completion is checked, where a smoke run trains on the first "
+        f"{SMOKE_OVERRIDES['max_train_samples']} only (its max_train_samples)"
+    )
+
+
+def debug_recipe(args, overrides: list[str], project):
+    """The recipe reward-debug scores with: `--data FILE` read with the recipe's columns; else
+    the recipe's own data, or the shipped sample (its own columns) while the recipe still names
+    the task's default data (which would need the Hub)."""
+    argv = ["--config", str(args.config), *overrides]
+    if args.data is not None:
+        argv += ["--dataset_name", str(args.data)]
+        return parse_recipe(argv, read_only=True, project=project)
+    return parse_recipe(argv, read_only=True, project=project, offline_data=True)
+
+
 def debug(argv: Sequence[str] | None = None) -> bool:
     args, overrides = parse_args(argv)
     project = load_project()
     task = project.task
-    if args.data is None:
-        sample = Layer(task.data.sample, sample_data_values(project))
-        argv = ["--config", str(args.config), *overrides]
-        recipe = parse_recipe(argv, extra=sample, read_only=True, project=project)
-    else:
-        argv = ["--config", str(args.config), "--dataset_name", str(args.data), *overrides]
-        recipe = parse_recipe(argv, read_only=True, project=project)
+    recipe = debug_recipe(args, overrides, project)
     rows = data.load_training_rows(recipe.script, recipe.task, task)
+    available = len(rows)
     rows = rows.select(range(min(args.max_rows, len(rows))))
+    print(rows_note(recipe, len(rows), available, args.max_rows), flush=True)
     rows = data.to_conversations(rows, recipe.script, recipe.task, task)
     if args.completions:
         pairs = load_completions(args.completions, len(rows))

@@ -5,7 +5,9 @@ merge (with its check) -> infer, on a tiny local model, the sample data and the 
 
 Training runs with `--smoke`, the recipe layer that replaces only what a laptop CPU cannot run
 without downloads (`SMOKE_OVERRIDES` in recipe.py): the task, prompts, rewards and LoRA settings
-of the recipe stay as they are, so a smoke run exercises the same code path as the real one.
+of the recipe stay as they are, so a smoke run exercises the same code path as the real one. It
+reads the shipped sample while the recipe names the task's default data, and your data (your
+columns, labels, schemas) once configs/local.yaml names your own.
 Each step runs the project's own script (train.py's build_trainer, merge.py, infer.py).
 """
 
@@ -99,6 +101,16 @@ def check_tool_calls(trainer) -> None:
         )
 
 
+def data_note(recipe) -> str:
+    """The data a smoke run reads, and why: the shipped sample while the recipe names the task's
+    default data (which needs the Hub), your data once you have set your own."""
+    script, sample = recipe.script, recipe.project.task.data.sample
+    rows = f"the first {script.max_train_samples} rows of " if script.max_train_samples else ""
+    if Path(script.dataset_name) == Path(sample):
+        return f"{rows}the sample data {sample} (the recipe names the task's default data)"
+    return f"{rows}your data {script.dataset_name} (read with the recipe's columns)"
+
+
 def pipeline(argv: Sequence[str] | None = None) -> list[str]:
     """Train -> merge -> infer on the tiny model, with the project's scripts; returns the
     generated answers."""
@@ -120,7 +132,11 @@ def pipeline(argv: Sequence[str] | None = None) -> list[str]:
         shutil.rmtree(output, ignore_errors=True)  # the smoke run's own folder: always fresh
     elif output.exists() and any(output.iterdir()):
         raise UserError(f"{output} is not empty: the smoke pipeline needs a fresh output_dir")
-    print(f"smoke 1/3: train 2 steps with {args.config} on the tiny model", flush=True)
+    print(
+        f"smoke 1/3: train {recipe.training.max_steps} steps with {args.config} on the tiny "
+        f"model, on {data_note(recipe)}",
+        flush=True,
+    )
     task = project.task
     agent = task.environments is not None
     steer = (

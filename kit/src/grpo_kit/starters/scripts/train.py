@@ -28,6 +28,7 @@ def build_trainer(recipe, record=None):
         args=recipe.training,  # TRL's GRPOConfig: every training field of the recipe
         reward_funcs=rewards,
         train_dataset=prompts,
+        eval_dataset=training.evaluation_prompts(recipe, tokenizer, record),  # None: no eval
         processing_class=tokenizer,
         **training.model_arguments(recipe),  # model (a name, or Unsloth's) and peft_config
         **training.agent_arguments(recipe),  # the tools task: environment_factory
