@@ -125,22 +125,40 @@ def _choice(name: str, value: str, allowed) -> None:
         raise AnswerError(f"{name} '{value}' is not offered; choose one of: {', '.join(allowed)}")
 
 
-def check_names(answers: Answers) -> None:
-    if not _NAME_RE.match(answers.project_name):
+def _empty(name: str, how: str) -> AnswerError:
+    return AnswerError(f"{name} is empty: {how}")
+
+
+NAME_RULE = (
+    "up to 80 letters, digits, spaces and . , ' ( ) + - _ (no quotes, braces or backslashes)"
+)
+SLUG_RULE = "use 2-40 lowercase letters, digits and single '-', starting with a letter"
+PACKAGE_RULE = "use 2-40 lowercase letters, digits and '_', starting with a letter"
+
+
+def check_project_name(name: str) -> None:
+    if not name:
+        raise _empty("project_name", f"give the project a name: {NAME_RULE}")
+    if not _NAME_RE.match(name):
+        raise AnswerError(f"project_name {name!r} is not allowed: use {NAME_RULE}")
+
+
+def check_slug(slug: str) -> None:
+    if not slug:
+        raise _empty("project_slug", f"{SLUG_RULE} (e.g. project_slug=my-grpo-project)")
+    if not _SLUG_RE.match(slug) or "--" in slug:
         raise AnswerError(
-            f"project_name {answers.project_name!r} is not allowed: use up to 80 letters, digits, "
-            "spaces and . , ' ( ) + - _ (no quotes, braces or backslashes)"
+            f"project_slug {slug!r} is not valid: {SLUG_RULE} (e.g. project_slug=my-grpo-project)"
         )
-    if not _SLUG_RE.match(answers.project_slug) or "--" in answers.project_slug:
-        raise AnswerError(
-            f"project_slug {answers.project_slug!r} is not valid: use 2-40 lowercase letters, "
-            "digits and single '-', starting with a letter (e.g. project_slug=my-grpo-project)"
-        )
-    package = answers.package_name
+
+
+def check_package(package: str) -> None:
+    if not package:
+        raise _empty("package_name", f"{PACKAGE_RULE} (e.g. package_name=my_grpo_project)")
     if not _PACKAGE_RE.match(package):
         raise AnswerError(
-            f"package_name {package!r} is not a valid Python package name: use 2-40 lowercase "
-            "letters, digits and '_', starting with a letter (e.g. package_name=my_grpo_project)"
+            f"package_name {package!r} is not a valid Python package name: {PACKAGE_RULE} "
+            "(e.g. package_name=my_grpo_project)"
         )
     if keyword.iskeyword(package) or keyword.issoftkeyword(package):
         raise AnswerError(f"package_name {package!r} is a Python keyword; pick another name")
@@ -151,29 +169,47 @@ def check_names(answers: Answers) -> None:
         )
 
 
-def check_model(answers: Answers) -> None:
-    _choice("model", answers.model, [*catalog.CATALOG, catalog.CUSTOM])
-    if answers.model != catalog.CUSTOM:
+def check_names(answers: Answers) -> None:
+    check_project_name(answers.project_name)
+    check_slug(answers.project_slug)
+    check_package(answers.package_name)
+
+
+def check_model_id(model: str, custom_model_id: str) -> None:
+    """The model answer, and a custom model's Hub id (asked right after it)."""
+    _choice("model", model, [*catalog.CATALOG, catalog.CUSTOM])
+    if model != catalog.CUSTOM:
         return
-    if answers.custom_model_id == CUSTOM_ID_PLACEHOLDER:
+    if custom_model_id == CUSTOM_ID_PLACEHOLDER:
         raise AnswerError(
             f"custom_model_id is still the placeholder {CUSTOM_ID_PLACEHOLDER!r}: give the Hub id "
             "of your model, e.g. custom_model_id=mistralai/Mistral-7B-Instruct-v0.3"
         )
-    if not catalog.valid_hub_id(answers.custom_model_id):
+    if not catalog.valid_hub_id(custom_model_id):
         raise AnswerError(
-            f"custom_model_id {answers.custom_model_id!r} is not a Hub model id: use owner/name, "
+            f"custom_model_id {custom_model_id!r} is not a Hub model id: use owner/name, "
             "e.g. custom_model_id=mistralai/Mistral-7B-Instruct-v0.3"
         )
+
+
+def check_model_size(model: str, custom_model_params_b: str) -> None:
+    """A custom model's size in billions of parameters."""
+    if model != catalog.CUSTOM:
+        return
     try:
-        size = float(answers.custom_model_params_b)
+        size = float(custom_model_params_b)
     except ValueError:
         size = math.nan
     if not (0.01 <= size <= 1000):
         raise AnswerError(
-            f"custom_model_params_b {answers.custom_model_params_b!r} must be the model's size in "
+            f"custom_model_params_b {custom_model_params_b!r} must be the model's size in "
             "billions of parameters, e.g. custom_model_params_b=7.2"
         )
+
+
+def check_model(answers: Answers) -> None:
+    check_model_id(answers.model, answers.custom_model_id)
+    check_model_size(answers.model, answers.custom_model_params_b)
 
 
 def _count(name: str, value: str, low: int, high: int) -> int:
@@ -224,20 +260,32 @@ def check_task(answers: Answers) -> None:
         raise AnswerError(f"task_type=tools is not offered with backend=unsloth: {UNSLOTH_TOOLS}")
 
 
+def check_gpu_count(gpu_tier: str, num_gpus: str) -> None:
+    """GPUs per node: asked for every tier (Cookiecutter cannot skip a question), counted only on
+    the multi-GPU tiers; a one-GPU tier takes 1."""
+    tier = tiers.TIERS[gpu_tier]
+    if gpu_tier == "multi-gpu":
+        _count("num_gpus", num_gpus, 2, tiers.MAX_GPUS_PER_NODE)
+    elif gpu_tier == "multi-node":
+        _count("num_gpus", num_gpus, 1, tiers.MAX_GPUS_PER_NODE)
+    elif num_gpus not in ("", "1"):
+        has = "has one GPU" if tier.is_gpu else "runs on the CPU of one machine"
+        raise AnswerError(
+            f"num_gpus {num_gpus!r} does not apply to the {tier.name} tier: this tier {has}: "
+            "answer 1 (several GPUs: gpu_tier=multi-gpu for one node, multi-node for more)"
+        )
+
+
+def check_node_count(gpu_tier: str, num_nodes: str) -> None:
+    """Nodes: counted only on the multi-node tier."""
+    if gpu_tier == "multi-node":
+        _count("num_nodes", num_nodes, 2, tiers.MAX_NODES)
+
+
 def check_scale(answers: Answers) -> None:
     """GPU and node counts matter only for the multi-GPU tiers (and are checked only there)."""
-    if answers.gpu_tier == "multi-gpu":
-        _count("num_gpus", answers.num_gpus, 2, tiers.MAX_GPUS_PER_NODE)
-    if answers.gpu_tier == "multi-node":
-        _count("num_gpus", answers.num_gpus, 1, tiers.MAX_GPUS_PER_NODE)
-        _count("num_nodes", answers.num_nodes, 2, tiers.MAX_NODES)
-    tier = tiers.TIERS[answers.gpu_tier]
-    if not tier.scalable and answers.num_gpus not in ("", "1"):
-        raise AnswerError(
-            f"num_gpus={answers.num_gpus} does not apply to the {tier.name} tier (one "
-            f"{'machine' if not tier.is_gpu else 'GPU'}): leave num_gpus out, or choose "
-            "gpu_tier=multi-gpu (one node) or gpu_tier=multi-node"
-        )
+    check_gpu_count(answers.gpu_tier, answers.num_gpus)
+    check_node_count(answers.gpu_tier, answers.num_nodes)
 
 
 def validate(context: dict) -> Answers:
@@ -280,3 +328,39 @@ def validate_early(context: dict) -> None:
         except DoesNotFit as err:
             refusals.append(str(err))
     raise AnswerError(refusals[0])
+
+
+def _given(context: dict, *names: str) -> list[str]:
+    return [str(context.get(name, "")).strip() for name in names]
+
+
+def check_task_early(context: dict) -> None:
+    """Right after the task question: the task is offered for this model (the tier and backend,
+    asked later, stand at values that decide nothing here)."""
+    later = {"gpu_tier": tiers.DEFAULT_TIER, "backend": BACKENDS[0], "tracker": TRACKERS[0]}
+    answers = Answers.from_context({**later, **context})
+    _choice("task_type", answers.task_type, tasks.TASKS)
+    check_task(answers)
+
+
+# The check each answer gets as soon as it is given: cookiecutter renders a never-asked key
+# right after the question (questions.py), so a bad answer is refused before the next question.
+# Each check reads only that answer and the ones before it.
+CHECKS_AFTER = {
+    "project_name": lambda c: check_project_name(*_given(c, "project_name")),
+    "project_slug": lambda c: check_slug(*_given(c, "project_slug")),
+    "package_name": lambda c: check_package(*_given(c, "package_name")),
+    "custom_model_id": lambda c: check_model_id(*_given(c, "model", "custom_model_id")),
+    "custom_model_params_b": lambda c: check_model_size(
+        *_given(c, "model", "custom_model_params_b")
+    ),
+    "task_type": check_task_early,
+    "gpu_tier": validate_early,
+    "num_gpus": lambda c: check_gpu_count(*_given(c, "gpu_tier", "num_gpus")),
+    "num_nodes": lambda c: check_node_count(*_given(c, "gpu_tier", "num_nodes")),
+}
+
+
+def check_answer(question: str, context: dict) -> None:
+    """The check that runs right after `question` is answered (CHECKS_AFTER)."""
+    CHECKS_AFTER[question](context)

@@ -103,11 +103,11 @@ def _refuse(check, answers_so_far) -> str:
     return ""
 
 
-def _validate_early(answers_so_far) -> str:
-    """After the tier is answered: names, model and fit (answers.validate_early)."""
-    from .answers import validate_early
+def _check(question: str, answers_so_far) -> str:
+    """Right after `question` is answered: its check (answers.CHECKS_AFTER)."""
+    from .answers import check_answer
 
-    return _refuse(validate_early, answers_so_far)
+    return _refuse(lambda context: check_answer(question, context), answers_so_far)
 
 
 def _validate(answers_so_far) -> str:
@@ -148,7 +148,7 @@ class GrpoExtension(Extension):
 def install(environment) -> None:
     """Put the template's globals into a Jinja environment and guard its `from_string`."""
     environment.globals["grpo"] = _grpo
-    environment.globals["grpo_validate_early"] = _validate_early
+    environment.globals["grpo_check"] = _check
     environment.globals["grpo_validate"] = _validate
     environment.globals["grpo_template_root"] = lambda: str(TEMPLATE_ROOT)
     compile_string = environment.from_string

@@ -29,6 +29,26 @@ def _first(default: str, names) -> list[str]:
     return [default, *[n for n in names if n != default]]
 
 
+def checked_key(question: str) -> str:
+    """The never-asked key cookiecutter renders right after `question`: its check."""
+    return f"__{question}_checked"
+
+
+def _with_checks(asked: dict) -> dict:
+    """The questions in order, each followed by its check (answers.CHECKS_AFTER): Cookiecutter
+    renders a private key as soon as the question before it is answered, so a bad answer is
+    refused in one line before the next question. The check reads as nothing when the template's
+    extension is absent (a replay of a record made before the key existed: the pre-generation
+    hook still checks every answer)."""
+    ordered = {}
+    for question, default in asked.items():
+        ordered[question] = default
+        if question in answers.CHECKS_AFTER:
+            call = f"grpo_check({question!r}, cookiecutter)"
+            ordered[checked_key(question)] = f"{{{{ {call} if grpo_check is defined else '' }}}}"
+    return ordered
+
+
 def questions() -> dict:
     models = _first(catalog.DEFAULT_MODEL, catalog.CATALOG) + [catalog.CUSTOM]
     custom = f"cookiecutter.model == '{catalog.CUSTOM}'"
@@ -36,7 +56,7 @@ def questions() -> dict:
     gpus = tiers.TIERS["multi-gpu"].gpus_per_node
     nodes = tiers.TIERS["multi-node"].nodes
     scalable = tuple(name for name, tier in tiers.TIERS.items() if tier.scalable)
-    return {
+    asked = {
         "project_name": "My GRPO Project",
         "project_slug": "{{ cookiecutter.project_name | slugify }}",
         "package_name": "{{ cookiecutter.project_slug | replace('-', '_') }}",
@@ -49,14 +69,14 @@ def questions() -> dict:
         "custom_model_params_b": "{{ '7' if " + custom + " else '0' }}",
         "task_type": _first(tasks.DEFAULT_TASK, tasks.TASKS),
         "gpu_tier": _first(tiers.DEFAULT_TIER, tiers.TIERS),
-        # Rendering this default checks the answers so far (grpo_validate_early): a model that
-        # cannot fit is refused before the remaining questions, in one line.
-        "num_gpus": "{{ grpo_validate_early(cookiecutter) }}"
-        + f"{{{{ '{gpus}' if cookiecutter.gpu_tier in {scalable!r} else '1' }}}}",
+        "num_gpus": f"{{{{ '{gpus}' if cookiecutter.gpu_tier in {scalable!r} else '1' }}}}",
         "num_nodes": f"{{{{ '{nodes}' if cookiecutter.gpu_tier == 'multi-node' else '1' }}}}",
         "backend": list(answers.BACKENDS),
         "algorithm": _first(algorithms.DEFAULT, algorithms.ALGORITHMS),
         "tracker": list(answers.TRACKERS),
+    }
+    return {
+        **_with_checks(asked),
         # Rendered (never asked) after the last answer: refuses a bad combination in one line,
         # without the traceback a failing pre-generation hook gets from cookiecutter.
         replay.CHECKED_KEY: "{{ grpo_validate(cookiecutter) }}",

@@ -1,5 +1,6 @@
 """Finish the project: prune the files of options not chosen, copy in grpo-kit's starters (the
-task, rewards, scripts and sample data), record the answers, say what next."""
+task, rewards, scripts and sample data), record the answers (and, from a git repository, what
+cruft needs to update the project), say what next."""
 
 import json
 import sys
@@ -9,16 +10,35 @@ ANSWERS = json.loads(r'''{{ cookiecutter | tojson }}''')
 TEMPLATE_ROOT = {{ grpo_template_root() | tojson }}
 
 sys.path.insert(0, TEMPLATE_ROOT)
+from grpo_template import kit  # noqa: E402
 from grpo_template.answers import Answers  # noqa: E402
 from grpo_template.layout import prune  # noqa: E402
-from grpo_template.replay import replay_record  # noqa: E402
+from grpo_template.replay import cruft_record, made_by_cruft, replay_record  # noqa: E402
+
+
+def write_json(path: Path, record: dict) -> None:
+    path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
 
 project = Path.cwd()
 answers = Answers.from_context(ANSWERS)
 prune(project, answers)
-(project / ".cookiecutter.json").write_text(
-    json.dumps(replay_record(ANSWERS), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-)
+write_json(project / ".cookiecutter.json", replay_record(ANSWERS))
+regenerate = "cruft update     # later: a newer template, or another task or tier (README)"
+if not made_by_cruft(ANSWERS):  # under cruft, cruft writes .cruft.json itself
+    # The folder cookiecutter read (a local template's path, a remote one's clone); the
+    # template's own Python may have been imported from elsewhere (a grpo_template in the cwd).
+    read = Path(ANSWERS.get("_repo_dir") or TEMPLATE_ROOT)
+    read = read if read.is_absolute() else Path(TEMPLATE_ROOT)
+    origin = kit.origin(ANSWERS.get("_template"), read)
+    if origin is None:
+        regenerate = (
+            f"(no .cruft.json: {read} is not in a git repository; to update with cruft, "
+            "run `cruft link <the template's git URL>` in the project)"
+        )
+    else:
+        record = cruft_record(ANSWERS, origin.template, origin.commit, origin.directory)
+        write_json(project / ".cruft.json", record)
 print(
     f"""
 Created {project}
@@ -28,5 +48,6 @@ Next:
   make install     # torch, grpo-kit, then the project ({answers.backend} backend)
   make smoke       # offline: tiny model, train -> merge -> infer, on the CPU
   make train       # the real run: configs/grpo.yaml (yours to change: configs/local.yaml)
+  {regenerate}
 """
 )

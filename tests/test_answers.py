@@ -172,3 +172,49 @@ def test_the_tools_plan_caps_tool_turns_and_budgets_their_results():
         plan.max_completion_length
         > check(task_type="custom", gpu_tier="80GB").plan.max_completion_length
     )
+
+
+# The questions in the order cookiecutter asks them, and good answers to each.
+QUESTIONS = [
+    *("project_name", "project_slug", "package_name", "model", "custom_model_id"),
+    *("custom_model_params_b", "task_type", "gpu_tier", "num_gpus", "num_nodes", "backend"),
+]
+ANSWERED = {**GOOD, "num_gpus": "1", "num_nodes": "1"}
+
+
+@pytest.mark.parametrize(
+    ("question", "given", "message"),
+    [
+        ("project_name", {"project_name": "  "}, "project_name is empty: give the project a name"),
+        ("project_slug", {"project_slug": ""}, "project_slug is empty: use 2-40 lowercase"),
+        ("package_name", {"package_name": " "}, "package_name is empty: use 2-40 lowercase"),
+        ("package_name", {"package_name": "json"}, "shadow"),
+        ("custom_model_id", {"model": "custom", "custom_model_id": "your-org/your-model"},
+         "still the placeholder"),
+        ("custom_model_params_b", {"model": "custom", "custom_model_params_b": "x"}, "billions"),
+        ("task_type", {"model": "google/gemma-3-1b-it", "task_type": "tools"},
+         "task_type=tools is not offered"),
+        ("num_gpus", {"gpu_tier": "24GB", "num_gpus": "4"}, "this tier has one GPU: answer 1"),
+        ("num_gpus", {"gpu_tier": "cpu", "num_gpus": "2"}, "the CPU of one machine: answer 1"),
+        ("num_gpus", {"gpu_tier": "multi-gpu", "num_gpus": "1"}, "whole number from 2"),
+        ("num_nodes", {"gpu_tier": "multi-node", "num_nodes": "1"}, "num_nodes '1'"),
+    ],
+)  # fmt: skip
+def test_each_answer_is_checked_with_the_answers_given_so_far(question, given, message):
+    """The check that runs right after a question reads only the answers given so far."""
+    from grpo_template.answers import check_answer
+
+    before = QUESTIONS[: QUESTIONS.index(question)]
+    so_far = {q: ANSWERED[q] for q in before}
+    with pytest.raises(AnswerError, match=message) as caught:
+        check_answer(question, {**so_far, **given})
+    assert "\n" not in str(caught.value) and "leave num_gpus out" not in str(caught.value)
+
+
+def test_good_answers_pass_every_check_as_they_are_given():
+    from grpo_template.answers import CHECKS_AFTER, check_answer
+
+    assert set(CHECKS_AFTER) <= set(QUESTIONS)
+    for at, question in enumerate(QUESTIONS):
+        if question in CHECKS_AFTER:
+            check_answer(question, {q: ANSWERED[q] for q in QUESTIONS[: at + 1]})

@@ -32,6 +32,14 @@ BASE_FILES = {
     "tests/test_project.py",
     "tests/test_rewards.py",
 }
+# `.cruft.json` (what `cruft update` reads) is written when the template is a git repository, as
+# this checkout is.
+TEMPLATE_IN_GIT = (
+    subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True).returncode
+    == 0
+)
+if TEMPLATE_IN_GIT:
+    BASE_FILES.add(".cruft.json")
 TASK_FILES = {
     task: {f"data/sample_{task}.jsonl"}
     for task in ("math", "code", "json", "classification", "custom", "tools")
@@ -46,6 +54,8 @@ MULTI_GPU_FILES = {
     "configs/accelerate/ddp.yaml",
     "configs/accelerate/zero2.yaml",
     "configs/accelerate/zero3.yaml",
+    "configs/accelerate/zero2.json",
+    "configs/accelerate/zero3.json",
     "configs/accelerate/fsdp2.yaml",
 }
 TIER_FILES = {
@@ -106,8 +116,8 @@ def test_exact_file_set(baked, combo):
 def test_no_template_leftovers(baked, combo):
     project = baked[name(combo)]
     for relative in files_of(project):
-        if relative.endswith(".jinja") or relative == ".cookiecutter.json":
-            continue  # a chat template is Jinja by design; the replay record names the template
+        if relative.endswith(".jinja") or relative in (".cookiecutter.json", ".cruft.json"):
+            continue  # a chat template is Jinja by design; the records name the template
         text = (project / relative).read_text(encoding="utf-8")
         match = LEFTOVER.search(text)
         assert match is None, f"{relative}: {text[max(0, match.start() - 40) : match.end() + 40]!r}"
@@ -131,6 +141,14 @@ def test_answers_are_recorded_for_regeneration(baked):
     assert answers["task_type"] in ("math", "code", "json", "classification", "custom")
     assert answers["package_name"] == "matrix_project"
     assert "_output_dir" not in answers and "_repo_dir" not in answers
+    if not TEMPLATE_IN_GIT:
+        return
+    # What cruft reads: this repository and its commit, with the same answers.
+    cruft = json.loads((project / ".cruft.json").read_text(encoding="utf-8"))
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+    assert (cruft["template"], cruft["commit"], cruft["directory"]) == (str(ROOT), head, None)
+    assert cruft["context"]["cookiecutter"] == {**answers, "_template": str(ROOT), "_commit": head}
 
 
 def try_bake(tmp_path, **answers):
@@ -210,19 +228,26 @@ def test_long_and_short_package_names_stay_ruff_clean(cookies):
 
 
 def test_generated_workflow_runs_the_projects_own_tests(baked):
-    """The GitHub Actions workflow is valid YAML, installs CPU torch first, then runs the
-    project's own make targets, with GitHub's `${{ }}` expressions left for GitHub."""
+    """The GitHub Actions workflow is valid YAML, installs CPU torch first (after bubblewrap,
+    for the tasks that run the code sandbox), then runs the project's own make targets, with
+    GitHub's `${{ }}` expressions left for GitHub."""
     import yaml
 
-    project = next(iter(baked.values()))
-    text = (project / ".github" / "workflows" / "tests.yml").read_text(encoding="utf-8")
-    assert "${{ failure() }}" in text
-    steps = yaml.safe_load(text)["jobs"]["test"]["steps"]
-    commands = [step["run"] for step in steps if "run" in step]
-    assert "torch==" in commands[0] and "/whl/cpu" in commands[0]
-    assert commands[1:] == ["make install", "make lint", "make test"]
-    makefile = (project / "Makefile").read_text(encoding="utf-8")
-    assert all(f"\n{target}:" in makefile for target in ("install", "lint", "test"))
+    tasks = {}
+    for combo in VALID:
+        tasks.setdefault(combo["task_type"], baked[name(combo)])
+    for task, project in tasks.items():
+        text = (project / ".github" / "workflows" / "tests.yml").read_text(encoding="utf-8")
+        assert "${{ failure() }}" in text
+        steps = yaml.safe_load(text)["jobs"]["test"]["steps"]
+        commands = [step["run"] for step in steps if "run" in step]
+        if task in ("code", "tools"):
+            assert "apt-get install" in commands[0] and "bubblewrap" in commands[0], task
+            commands = commands[1:]
+        assert "torch==" in commands[0] and "/whl/cpu" in commands[0], task
+        assert commands[1:] == ["make install", "make lint", "make test"], task
+        makefile = (project / "Makefile").read_text(encoding="utf-8")
+        assert all(f"\n{target}:" in makefile for target in ("install", "lint", "test"))
 
 
 def _shape(tier: str) -> str:

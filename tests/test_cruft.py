@@ -1,8 +1,11 @@
 """Regenerating with cruft: `cruft create`, then `cruft update` to another task keeps the
 user's own files (a reward module, configs/local.yaml) and brings the new task's files; a
-kit-only fix reaches a project as a change of its grpo-kit pin and nothing else."""
+kit-only fix reaches a project as a change of its grpo-kit pin and nothing else. A project made by
+plain `cookiecutter` (the README's first command) carries the `.cruft.json` cruft needs, and a
+task switch never drops a file the user edited, nor keeps it without a word."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -10,8 +13,6 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, assert_ok, run_in
-
-pytestmark = pytest.mark.slow
 
 GIT = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
 
@@ -61,6 +62,25 @@ def cruft_created(tmp_path: Path) -> Path:
     return project
 
 
+def cookiecutter_generated(tmp_path: Path, template: Path) -> Path:
+    """The README's first command, `cookiecutter <template> --no-input`, from a git repository
+    of this template; the project then committed in a new git repository (the README's next
+    step)."""
+    out = tmp_path / "generated"
+    command = [sys.executable, "-m", "cookiecutter", str(template), "--no-input", "-o", str(out)]
+    assert_ok(subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600))
+    project = out / "my-grpo-project"
+    git(project, "init", "-q")
+    commit_all(project, "generated")
+    return project
+
+
+def status(project: Path) -> str:
+    found = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True,
+                           text=True)  # fmt: skip
+    return found.stdout
+
+
 def cruft(folder: Path, *args: str):
     return subprocess.run(
         [sys.executable, "-m", "cruft", *args], cwd=folder, capture_output=True, text=True,
@@ -97,6 +117,7 @@ def commit_all(folder: Path, message: str) -> None:
     git(folder, "commit", "-qm", message)
 
 
+@pytest.mark.slow
 def test_cruft_update_to_another_task_keeps_user_files(tmp_path):
     project = cruft_created(tmp_path)
     record = json.loads((project / ".cruft.json").read_text())
@@ -137,6 +158,7 @@ def test_cruft_update_to_another_task_keeps_user_files(tmp_path):
     assert_ok(tests)
 
 
+@pytest.mark.slow
 def test_cruft_update_to_and_from_the_tools_task(tmp_path):
     """The agent task's files (its task, rewards, corpus) come with it and go with it."""
     project = cruft_created(tmp_path)
@@ -154,6 +176,7 @@ def test_cruft_update_to_and_from_the_tools_task(tmp_path):
     assert result.stdout.split() == ["math"]
 
 
+@pytest.mark.slow
 def test_a_kit_only_fix_reaches_a_project_as_its_pin_alone(tmp_path):
     """The template ships a fix inside grpo-kit (a version bump and a change to its code, no
     starter touched): `cruft update` changes the project's grpo-kit pin and nothing else, and
@@ -191,3 +214,115 @@ def test_a_kit_only_fix_reaches_a_project_as_its_pin_alone(tmp_path):
     for path, addition in mine.items():
         assert path.read_text().endswith(addition)
     assert (project / "configs/local.yaml").read_text() == MY_OVERRIDES
+
+
+def test_where_a_project_was_generated_from():
+    """`.cruft.json`'s template, commit and directory: a local repository (at its root or in a
+    folder of it), cookiecutter's remote abbreviations expanded as git clones them, and none
+    outside git."""
+    from grpo_template import kit
+
+    assert kit.remote_url("gh:org/grpo-template") == "https://github.com/org/grpo-template.git"
+    assert kit.remote_url("git+https://x.org/t.git") == "https://x.org/t.git"
+    assert kit.remote_url("/a/local/folder") is None
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+    if head:  # this checkout is a git repository
+        assert kit.origin(str(ROOT), ROOT) == kit.Origin(str(ROOT), head, None)
+        assert kit.origin("gh:org/t", ROOT).template == "https://github.com/org/t.git"
+        assert kit.origin(".", ROOT / "grpo_template").directory == "grpo_template"
+
+
+def test_outside_git_no_cruft_record_and_the_way_to_link(tmp_path):
+    """A template folder that is not a git repository cannot be updated from: no .cruft.json,
+    and the generation says how to link the project later."""
+    from grpo_template import kit
+
+    folder = tmp_path / "not-git"
+    folder.mkdir()
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    found = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True,
+                           env=env)  # fmt: skip
+    assert found.returncode != 0
+    os.environ["GIT_CEILING_DIRECTORIES"] = str(tmp_path)
+    try:
+        assert kit.origin(str(folder), folder) is None
+    finally:
+        del os.environ["GIT_CEILING_DIRECTORIES"]
+
+
+@pytest.mark.slow
+def test_the_readme_commands_give_a_project_cruft_updates(tmp_path):
+    """`cookiecutter <template> --no-input` writes the .cruft.json `cruft create` writes for the
+    same template (cruft's own record is the reference), and `cruft update` then switches the
+    project's task."""
+    template = template_repository(tmp_path)
+    project = cookiecutter_generated(tmp_path, template)
+    record = json.loads((project / ".cruft.json").read_text())
+    by_cruft = tmp_path / "by-cruft"
+    by_cruft.mkdir()
+    assert_ok(cruft(by_cruft, "create", str(template), "--no-input"))
+    assert record == json.loads((by_cruft / "my-grpo-project" / ".cruft.json").read_text())
+
+    variables = '{"task_type": "code"}'
+    update = cruft(project, "update", "--variables-to-update", variables, "--skip-apply-ask")
+    assert_ok(update)
+    assert "Good work!" in update.stdout and "Traceback" not in update.stderr
+    package = project / "src/my_grpo_project"
+    assert 'name="code"' in (package / "task.py").read_text()
+    assert "def code_correctness" in (package / "rewards.py").read_text()
+    assert (project / "data/sample_code.jsonl").is_file()
+    assert not (project / "data/sample_math.jsonl").exists()
+    assert (
+        json.loads((project / ".cruft.json").read_text())["context"]["cookiecutter"]["task_type"]
+        == "code"
+    )
+    assert "UU " not in status(project) and not list(project.rglob("*.rej"))
+
+
+MY_LINE = "# my change to the math rewards"
+MY_ROW = '{"question": "What is 2 + 2?", "answer": "#### 4"}\n'
+
+
+@pytest.mark.slow
+def test_a_task_switch_leaves_conflict_markers_in_an_edited_rewards_file(tmp_path):
+    """rewards.py has the same name in every task: an edit to it meets the new task's file in
+    cruft's three-way merge, and git leaves conflict markers around the user's line, says so,
+    and lists the file as unmerged until the user resolves it."""
+    project = cruft_created(tmp_path)
+    rewards = project / "src/my_grpo_project/rewards.py"
+    rewards.write_text(rewards.read_text() + f"\n\n{MY_LINE}\n")
+    commit_all(project, "my change")
+
+    transcript = interactive_update(project, '{"task_type": "code"}', answers=("y",))
+    assert "Applied patch to 'src/my_grpo_project/rewards.py' with conflicts." in transcript
+    text = rewards.read_text()
+    assert MY_LINE in text  # not dropped
+    assert "<<<<<<< " in text and "=======" in text and ">>>>>>> " in text  # not silent
+    assert "def code_correctness" in text  # the new task's rewards, for the user to merge
+    assert "UU src/my_grpo_project/rewards.py" in status(project)
+    assert 'name="code"' in (project / "src/my_grpo_project/task.py").read_text()
+
+
+@pytest.mark.slow
+def test_a_task_switch_keeps_an_edited_file_the_new_task_lacks_and_names_it(tmp_path):
+    """The old task's sample data is not in the new task: edited, it is kept, and git names it
+    ("patch does not apply"); the three-way merge then gives way to `git apply --reject`, so an
+    edited rewards.py keeps the user's version with a rewards.py.rej beside it. Nothing the user
+    wrote is dropped, and every kept file is named."""
+    project = cruft_created(tmp_path)
+    data = project / "data/sample_math.jsonl"
+    data.write_text(data.read_text() + MY_ROW)
+    rewards = project / "src/my_grpo_project/rewards.py"
+    rewards.write_text(rewards.read_text() + f"\n\n{MY_LINE}\n")
+    commit_all(project, "my changes")
+
+    transcript = interactive_update(project, '{"task_type": "code"}', answers=("y",))
+    assert data.read_text().endswith(MY_ROW)  # kept ...
+    assert "data/sample_math.jsonl: patch does not apply" in transcript  # ... and named
+    assert MY_LINE in rewards.read_text()
+    rejected = project / "src/my_grpo_project/rewards.py.rej"
+    assert rejected.is_file() and "def code_correctness" in rejected.read_text()
+    assert "*.rej files" in transcript
+    assert "?? src/my_grpo_project/rewards.py.rej" in status(project)
+    assert (project / "data/sample_code.jsonl").is_file()  # the new task's files still arrive

@@ -119,3 +119,36 @@ def test_recipe_loads_into_the_installed_trl(combo, project_parsers, tmp_path):
     assert training_args.generation_batch_size % plan.num_generations == 0
     assert model_args.use_peft == plan.use_peft
     assert script_args.max_prompt_tokens == plan.max_prompt_tokens
+
+
+@pytest.mark.parametrize("combo", VALID, ids=name)
+def test_warm_up_is_a_small_share_of_the_run(combo):
+    """2% of max_steps (10 of a GPU tier's 500, 1 of the CPU tier's 50): a 10-step warm-up kept
+    a CPU run of a few steps in warm-up throughout."""
+    answers, _ = rendered(combo)
+    values = recipe.values(answers.plan, answers.tracker, answers.algorithm)
+    assert values["warmup_steps"] == round(values["max_steps"] * recipe.WARMUP_SHARE)
+    assert 0 < values["warmup_steps"] <= values["max_steps"] * 0.05
+
+
+def test_a_cpu_run_leaves_warm_up_at_once_with_a_cpu_sized_rate():
+    """transformers' own cosine schedule with the CPU recipe's values: after 2 of its steps the
+    LoRA rate is near its peak, and that peak is the short-run rate, not the GPU tiers' 1e-5."""
+    import torch
+    from transformers import get_cosine_schedule_with_warmup
+
+    from grpo_template import tuning
+
+    combo = next(c for c in VALID if c["gpu_tier"] == "cpu" and c["backend"] == "transformers")
+    answers, _ = rendered(combo)
+    values = recipe.values(answers.plan, answers.tracker, answers.algorithm)
+    assert values["learning_rate"] == tuning.SHORT_RUN_LORA_RATE > tuning.LEARNING_RATE["lora"]
+    parameter = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([parameter], lr=values["learning_rate"])
+    schedule = get_cosine_schedule_with_warmup(
+        optimizer, values["warmup_steps"], values["max_steps"]
+    )
+    for _ in range(2):
+        optimizer.step()
+        schedule.step()
+    assert schedule.get_last_lr()[0] > 0.9 * values["learning_rate"]

@@ -4,7 +4,9 @@ environment (`.venvs/unsloth`, built once by an Unsloth project's own `make inst
 task's extra packages, under a file lock so that parallel workers share it, and reused while the
 pins are unchanged; the tests only read it). There, on CPU:
 
-* the pins hold and `import unsloth` works (torchvision removed by `make install`);
+* the pins hold, `import unsloth` works and `pip check` passes (`make install` replaces the CUDA
+  torchvision pip takes from PyPI by its CPU build, or removes it and says so where PyTorch's
+  CPU index does not answer);
 * every Unsloth recipe the template can bake parses with an Unsloth project's parser;
 * a project per task (its task and rewards on this stack) passes its whole `make test` and
   `make smoke`; a project per single-GPU tier passes `make test` and `make smoke` (its recipe,
@@ -30,7 +32,7 @@ from matrix import VALID
 
 from grpo_template import recipe, stack, tasks
 from grpo_template.answers import Answers
-from grpo_template.derived import recipe_header
+from grpo_template.derived import TORCHVISION_REMOVED, post_install, recipe_header
 
 pytestmark = pytest.mark.slow
 
@@ -39,11 +41,14 @@ VENV = ROOT / ".venvs" / "unsloth"
 # projects that would take the default name this one instead.
 UNSLOTH_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
 STAMP = VENV / "grpo-template-stack.json"
+INSTALL_LOG = VENV / "make-install.log"  # what the Unsloth project's `make install` printed
 TASKS = ("math", "code", "json", "classification", "custom")
-GPU_TIERS = ("16GB", "24GB", "48GB", "80GB", "141GB")
-# Every task on the cpu tier, and the default task on every single-GPU tier.
+# Every task on the cpu tier, and the default task on the default tier: on the CPU, a GPU tier's
+# project runs the same smoke layer over its recipe, and every GPU tier's recipe is parsed into
+# the Unsloth stack below (test_unsloth_recipes_load_into_the_unsloth_stack), so one stands for
+# the rest.
 PROJECTS = {f"{task}-cpu": {"task_type": task, "gpu_tier": "cpu"} for task in TASKS} | {
-    f"math-{tier}": {"task_type": "math", "gpu_tier": tier} for tier in GPU_TIERS
+    "math-24GB": {"task_type": "math", "gpu_tier": "24GB"}
 }
 
 
@@ -73,7 +78,10 @@ def unsloth_python(cookies_session) -> str:
     from filelock import FileLock
 
     python = str(VENV / "bin" / "python")
-    wanted = json.dumps([*stack.dependencies("unsloth", "none"), *task_extras()])
+    # Rebuilt when a pin or the install's own lines change.
+    wanted = json.dumps(
+        [*stack.dependencies("unsloth", "none"), *task_extras(), post_install("unsloth")]
+    )
     VENV.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(VENV) + ".lock"):
         if STAMP.is_file() and STAMP.read_text() == wanted:
@@ -81,9 +89,12 @@ def unsloth_python(cookies_session) -> str:
         project = bake_ok(cookies_session, backend="unsloth", gpu_tier="cpu", project_slug="u-env",
                           model=UNSLOTH_MODEL)  # fmt: skip
         fresh_venv()
-        assert_ok(make(project, "install"))
-        extras = run_in(project, python, "-m", "pip", "install", *task_extras(), timeout=900)
-        assert_ok(extras)
+        install = make(project, "install")
+        assert_ok(install)
+        INSTALL_LOG.write_text(install.stdout + install.stderr)
+        if task_extras():
+            extras = run_in(project, python, "-m", "pip", "install", *task_extras(), timeout=900)
+            assert_ok(extras)
         STAMP.write_text(wanted)
     kit = [python, "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT / "kit")]
     assert_ok(subprocess.run(kit, capture_output=True, text=True, timeout=600))
@@ -94,7 +105,7 @@ CHECK_PINS = """
 import json, sys
 from importlib import metadata
 from packaging.requirements import Requirement
-import unsloth  # fails if torchvision (a CUDA build) is still installed
+import unsloth  # fails if torchvision (PyPI's CUDA build) is still installed
 bad = []
 for line in json.loads(sys.argv[1]):
     req = Requirement(line)
@@ -111,6 +122,90 @@ def test_unsloth_environment_holds_the_pins(unsloth_python):
     )
     assert_ok(result)
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
+def test_pip_check_passes_after_the_unsloth_projects_make_install(unsloth_python):
+    """unsloth requires torchvision: `make install` leaves its CPU build (pip check clean). Only
+    where PyTorch's CPU index did not answer does it remove torchvision instead, saying so, and
+    then pip check names that requirement alone."""
+    check = subprocess.run([unsloth_python, "-m", "pip", "check"], capture_output=True,
+                           text=True, timeout=300, env={**os.environ, **venv_env()})  # fmt: skip
+    log = INSTALL_LOG.read_text()
+    if TORCHVISION_REMOVED in log:
+        problems = check.stdout.strip().splitlines()
+        assert len(problems) == 1 and "requires torchvision" in problems[0], check.stdout
+        pytest.skip("PyTorch's CPU index did not answer here: make install removed torchvision")
+    assert check.returncode == 0, check.stdout + check.stderr
+    loads = [unsloth_python, "-c", "import torchvision, unsloth; print(torchvision.__version__)"]
+    assert_ok(subprocess.run(loads, capture_output=True, text=True, timeout=600,
+                             env={**os.environ, **venv_env()}))  # fmt: skip
+
+
+def _wheel(folder: Path, name: str, version: str, code: str, requires: tuple[str, ...] = ()):
+    """A minimal wheel of one module (`name/__init__.py` holding `code`)."""
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}/__init__.py": code,
+        f"{info}/METADATA": "Metadata-Version: 2.1\n"
+        + f"Name: {name}\nVersion: {version}\n"
+        + "".join(f"Requires-Dist: {r}\n" for r in requires),
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{path},,\n" for path in [*files, f"{info}/RECORD"])
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for member, text in files.items():
+            archive.writestr(member, text)
+    return path
+
+
+@pytest.mark.parametrize("cpu_build", [True, False], ids=["cpu-build-served", "index-without-it"])
+def test_the_install_line_swaps_a_torchvision_that_does_not_load(tmp_path, cpu_build):
+    """`make install`'s torchvision line (derived.post_install), run on stand-ins: a package
+    that requires torchvision, a torchvision that fails to import (as PyPI's CUDA build does
+    beside a CPU torch), and an index that serves (or lacks) its CPU build. Served: the CPU
+    build replaces it and pip check passes; lacking: it is removed, and the install says so."""
+    wheels, index = tmp_path / "wheels", tmp_path / "index"
+    wheels.mkdir()
+    broken = "raise RuntimeError('operator torchvision::nms does not exist')\n"
+    needs = _wheel(wheels, "needs_torchvision", "1.0", "", requires=("torchvision",))
+    cuda = _wheel(wheels, "torchvision", "0.28.0", broken)
+    (index / "torchvision").mkdir(parents=True)
+    if cpu_build:
+        served = _wheel(index / "torchvision", "torchvision", "0.28.0+cpu", "__version__ = 1\n")
+        link = f'<a href="{served.name}">{served.name}</a>'
+        (index / "torchvision" / "index.html").write_text(f"<html><body>{link}</body></html>")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env |= {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    setup = [python, "-m", "pip", "install", "-q", "--no-index", str(needs), str(cuda)]
+    assert_ok(subprocess.run(setup, capture_output=True, text=True, env=env, timeout=300))
+    makefile = tmp_path / "Makefile"
+    makefile.write_text(
+        f"PYTHON = {python}\nTORCH_CPU_INDEX := {index.as_uri()}\nTORCH_INDEX ?= auto\n"
+        f"install:\n\t{post_install('unsloth')}\n"
+    )
+    install = subprocess.run(["make", "-f", str(makefile), "install"], capture_output=True,
+                             text=True, env=env, timeout=300)  # fmt: skip
+    assert_ok(install)
+    check = subprocess.run([python, "-m", "pip", "check"], capture_output=True, text=True,
+                           env=env, timeout=300)  # fmt: skip
+    version = subprocess.run([python, "-m", "pip", "list", "--format", "json"], env=env,
+                             capture_output=True, text=True).stdout  # fmt: skip
+    installed = {p["name"]: p["version"] for p in json.loads(version)}
+    if cpu_build:
+        assert installed["torchvision"] == "0.28.0+cpu"
+        assert check.returncode == 0, check.stdout
+        assert TORCHVISION_REMOVED not in install.stdout
+    else:
+        assert "torchvision" not in installed
+        assert TORCHVISION_REMOVED in install.stdout and "pip check will say" in install.stdout
+        assert "requires torchvision" in check.stdout
 
 
 PARSE_ALL = """

@@ -1,7 +1,8 @@
-"""A new user's journey, walked as the READMEs tell it: generate with cruft, install in a fresh
-virtual environment, bring your own data (other column names) and a reward module, then smoke,
-reward-debug, the CPU trial, evaluate / report / infer on the smoke run, the project's own
-`make test`, and `cruft update` to another tier. Every step must pass as documented."""
+"""A new user's journey, walked as the READMEs tell it: generate with the README's `cookiecutter
+... --no-input`, install in a fresh virtual environment, bring your own data (other column
+names) and a reward module, then smoke, reward-debug, the CPU trial, evaluate / report / infer
+on the smoke run, the project's own `make test`, and `cruft update` to another tier (the
+project carries the .cruft.json cruft reads). Every step must pass as documented."""
 
 import json
 import os
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_ok, run_in
-from test_cruft import GIT, cruft, cruft_created
+from test_cruft import GIT, cookiecutter_generated, cruft, template_repository
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +45,7 @@ def make(project: Path, python: str, env: dict, *targets: str, timeout: int = 15
 
 
 def test_user_journey_with_own_data_then_regenerate_for_another_tier(tmp_path):
-    project = cruft_created(tmp_path)
+    project = cookiecutter_generated(tmp_path, template_repository(tmp_path))
 
     # The README's install, in a fresh virtual environment (it sees the packages installed here,
     # so pip resolves the pins without downloading; the project and its scripts install for real).
@@ -86,7 +87,8 @@ def test_user_journey_with_own_data_then_regenerate_for_another_tier(tmp_path):
     assert_ok(tests)
     assert smoke_before.read_text() == "mine"
 
-    # Regenerate for another tier: my files stay, the recipe follows the new tier.
+    # Regenerate for another tier with cruft (the project carries its .cruft.json): my files
+    # stay, the recipe follows the new tier.
     for step in (["add", "-A"], ["commit", "-qm", "mine"]):
         assert_ok(subprocess.run([*GIT, *step], cwd=project, capture_output=True, text=True))
     update = cruft(project, "update", "--variables-to-update", '{"gpu_tier": "48GB"}', "-y")

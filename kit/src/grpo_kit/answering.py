@@ -6,8 +6,10 @@ interactive chat, and the output.
 `--model` takes a merged folder, a training output folder (LoRA adapter on its base model) or a
 Hub id. The system prompt defaults to the recipe's, so the model sees the format it was trained
 on. Decoding defaults to the model card's recommended sampling ([tool.grpo]
-recommended_sampling), greedy when there is none; `--temperature/--top-p/--top-k` change it,
-`--greedy` decodes greedily and `--seed` makes sampling repeatable.
+recommended_sampling) for the project's model and models trained from it; another model decodes
+with the sampling its generation_config.json asks for, else greedily (`Decoding.for_model`);
+`--temperature/--top-p/--top-k` change it, `--greedy` decodes greedily and `--seed` makes
+sampling repeatable.
 """
 
 from __future__ import annotations
@@ -68,15 +70,16 @@ def parse_args(argv: Sequence[str] | None, prog: str = "grpo infer") -> argparse
     add_decoding_options(parser, project)
     add_recipe_options(parser)
     args, overrides = parser.parse_known_args(argv)
-    args.decoding = decoding_from(args, project)
     args.recipe = recipe_from(args, overrides, read_only=True, project=project)
     if args.model is None:
         args.model = Path(args.recipe.training.output_dir) / "merged"
         if not args.model.exists():
             raise UserError(
                 f"{args.model}: no merged model yet; run `make merge` first, or pass --model "
-                "(a merged folder, a training output_dir with an adapter, or a Hub id)"
+                "(a merged folder, a training output_dir with an adapter, or a Hub id; "
+                "make infer RUN_DIR=outputs/<run> uses that run's merged folder)"
             )
+    args.decoding = decoding_from(args, project, args.model)
     if args.system_prompt is None:
         args.system_prompt = args.recipe.script.system_prompt
     args.chat_template_kwargs = args.recipe.training.chat_template_kwargs
