@@ -248,6 +248,8 @@ def values(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> dic
 # The kit's recipe fields the recipe writes, in this order, with their default and help text
 # (grpo_kit.recipe.ScriptArguments holds both, once).
 WATCHED = (
+    "preflight",
+    "preflight_refuse",
     "health_zero_std_max",
     "health_kl_max",
     "health_entropy_min",
@@ -278,7 +280,7 @@ def _watch_section() -> Section:
     from grpo_kit.recipe import ScriptArguments
 
     return Section(
-        "health checks and reward weighting (grpo_kit.recipe.ScriptArguments)",
+        "signal preflight, health checks and reward weighting (grpo_kit.recipe.ScriptArguments)",
         kit_entries(ScriptArguments, WATCHED),
     )
 

@@ -2,16 +2,26 @@
 
 A model that never writes the answer format gets 0 from the correctness reward on every
 completion, so its groups carry no signal; a short first stage on the format rewards alone fixes
-that, and the second stage trains on the whole recipe from there.
+that, and the second stage trains on the whole recipe from there. A model that never writes the
+format at all gets 0 from the format rewards too: for it, a warm-up stage (`grpo warmup`, a short
+supervised fine-tune on the task's ideal completions) comes first, written commented out.
 """
 
 from __future__ import annotations
+
+from grpo_kit.commands import warmup
+from grpo_kit.commands.filter import DEFAULTS as FILTER_DEFAULTS
 
 from .recipe import max_steps
 from .tuning import Plan
 from .yaml_text import yaml_scalar
 
 FORMAT_SHARE = 0.2  # of the recipe's max_steps
+WARMUP_DEFAULTS = {  # grpo warmup's own defaults, written out for the user to change
+    "examples": warmup.EXAMPLES,
+    "epochs": warmup.EPOCHS,
+    "learning_rate": warmup.LEARNING_RATE,
+}
 
 
 def stage_steps(plan: Plan) -> tuple[int, int]:
@@ -20,10 +30,21 @@ def stage_steps(plan: Plan) -> tuple[int, int]:
     return first, total - first
 
 
+def _flow(mapping: dict) -> str:
+    return "{" + ", ".join(f"{k}: {yaml_scalar(v)}" for k, v in mapping.items()) + "}"
+
+
 def render(plan: Plan) -> str:
     task = plan.task
     formats = [r for r in task.rewards if r.kind == "format"]
     first, second = stage_steps(plan)
+    # An agent's answers are tool-calling rollouts, which the warm-up (SFT on text) cannot train.
+    warm = [] if task.kit.environments is not None else [
+        "  # A model that never writes the format (make preflight says so) gets no signal from",
+        "  # either stage: warm the format up first, a short supervised fine-tune on the task's",
+        "  # ideal completions (make warmup); the next stage starts from its merged model:",
+        f"  # - {{name: \"warmup\", warmup: {_flow(WARMUP_DEFAULTS)}}}",
+    ]  # fmt: skip
     lines = [
         "# Staged training: grpo stages configs/stages.yaml (make stages).",
         "# Each stage is the `recipe:` with the stage's keys replaced; a stage after the first",
@@ -32,11 +53,15 @@ def render(plan: Plan) -> str:
         "# reward has answers to read. Any recipe key can be set per stage.",
         'recipe: "configs/grpo.yaml"',
         "stages:",
+        *warm,
         '  - name: "format"',
         f"    reward_funcs: {yaml_scalar([r.name for r in formats])}",
         f"    reward_weights: {yaml_scalar([1.0] * len(formats))}",
         f"    max_steps: {first}",
         '  - name: "correctness"  # the whole recipe: its rewards and weights',
         f"    max_steps: {second}",
+        "    # Re-run the difficulty filter with stage 1's model first, and train on the prompts",
+        "    # still in the band (make filter; its files go to the stage's filter/ folder):",
+        f"    # refilter: {_flow(FILTER_DEFAULTS)}",
     ]
     return "\n".join(lines) + "\n"

@@ -1,4 +1,11 @@
-"""Hardware tiers: the answers to "GPU tier" and what each one means for tuning."""
+"""Hardware tiers: the answers to "GPU tier" and what each one means for tuning.
+
+The GPUs a tier names are ones the pinned torch runs on: torch 2.13's Linux wheels are CUDA 13
+builds (nvidia-*-cu13 requirements), which need a recent NVIDIA driver (grpo_kit's doctor holds
+the minimum, `MIN_DRIVER`, and checks it) and compile for compute
+capability 7.5 (Turing) and newer; CUDA 13 dropped Volta (sm_70), so the V100 is no tier's
+example. bf16 (and FlashAttention 2) needs compute capability 8.0 (Ampere) or newer.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,8 @@ import dataclasses
 from dataclasses import dataclass
 
 GIB = 1024**3
+TORCH_MIN_COMPUTE_CAPABILITY = (7, 5)  # torch 2.13's CUDA 13 wheels: Turing and newer
+BF16_COMPUTE_CAPABILITY = (8, 0)  # Ampere: bf16 and FlashAttention 2
 
 
 @dataclass(frozen=True)
@@ -19,6 +28,13 @@ class Tier:
     examples: str
     vllm: str | None = None  # how the Transformers backend generates: None, colocate or server
     scalable: bool = False  # GPUs per node (and nodes) come from the answers
+
+    @property
+    def min_compute_capability(self) -> tuple[int, int] | None:
+        """The oldest GPU generation the tier's plan runs on (None: no GPU)."""
+        if not self.is_gpu:
+            return None
+        return BF16_COMPUTE_CAPABILITY if self.bf16 else TORCH_MIN_COMPUTE_CAPABILITY
 
     @property
     def is_gpu(self) -> bool:
@@ -46,8 +62,8 @@ TIERS: dict[str, Tier] = {
     t.name: t
     for t in [
         Tier("cpu", "CPU only (development and smoke runs)", 16.0, 0, 1, False, "any machine"),
-        Tier("16GB", "16 GB GPU (T4, V100: fp16, no bf16/FlashAttention 2)", 14.6, 1, 1, False,
-             "T4, V100-16GB"),
+        Tier("16GB", "16 GB GPU (T4: fp16, no bf16/FlashAttention 2)", 14.6, 1, 1, False,
+             "T4, Quadro RTX 5000"),
         Tier("24GB", "24 GB GPU (L4, A10G, RTX 4090)", 22.0, 1, 1, True, "L4, A10G, RTX 3090/4090",
              vllm="colocate"),
         Tier("48GB", "48 GB GPU (L40S, A6000)", 44.4, 1, 1, True, "L40S, RTX A6000",

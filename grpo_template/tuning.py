@@ -47,6 +47,17 @@ POLICIES: dict[str, TierPolicy] = {
     "multi-node": TierPolicy(8, 2, 2.0, 64, 9.0e9),
 }
 LEARNING_RATE = {"full": 1e-6, "lora": 1e-5, "qlora": 1e-5}  # LoRA needs ~10x the full-FT rate
+# The CPU tier's runs are tens of steps (recipe.max_steps): LoRA there takes the rate of Unsloth's
+# short LoRA GRPO notebooks (Gemma 4 E2B, gpt-oss: 5e-5 for 60-100 steps, unsloth-2026.10.md
+# section 5), five times the GPU tiers' 1e-5, so a CPU run moves the adapter at all.
+SHORT_RUN_LORA_RATE = 5e-5
+# TRL 1.16 syncs a PEFT model into vLLM by merging the adapter into the base weights; with 4-bit
+# bitsandbytes weights the merged, dequantized tensors do not fit vLLM's packed 4-bit parameters
+# (huggingface/trl#4973, open: AssertionError in vLLM's weight_loader) and merging into 4-bit is
+# lossy (huggingface/trl#3466). The Transformers backend therefore never plans QLoRA with vLLM:
+# 16-bit LoRA with vLLM, or QLoRA with the trainer's own generate. (Unsloth's fast_inference
+# shares the 4-bit weights with vLLM and serves the adapter through vLLM's LoRA support, no merge.)
+QLORA_VLLM_BROKEN = "huggingface/trl#4973"
 SINGLE = memory.SINGLE  # one training process (a vLLM server may use the node's other GPUs)
 STRATEGIES = memory.STRATEGIES  # several training processes: ddp, zero2, zero3, cheapest first
 ACCELERATE_CONFIG_DIR = "configs/accelerate"  # in the generated project
@@ -58,6 +69,17 @@ def accelerate_config(distributed: str) -> str:
     if distributed not in memory.SHARDED:
         raise ValueError(f"no accelerate config for distributed={distributed!r}")
     return f"{ACCELERATE_CONFIG_DIR}/{distributed}.yaml"
+
+
+def deepspeed_config(distributed: str) -> str:
+    """The DeepSpeed JSON a ZeRO strategy's accelerate config names (`deepspeed_config_file`):
+    its stage, overlap_comm and "auto" bucket sizes, which memory.deepspeed_buffer_bytes counts."""
+    if not memory.is_deepspeed(distributed):
+        raise ValueError(f"no DeepSpeed config for distributed={distributed!r}")
+    return f"{ACCELERATE_CONFIG_DIR}/{distributed}.json"
+
+
+DEEPSPEED_CONFIGS = tuple(deepspeed_config(s) for s in memory.STRATEGIES if memory.is_deepspeed(s))
 
 
 @dataclass(frozen=True)
@@ -122,6 +144,17 @@ class Plan:
         return self.mode in ("lora", "qlora")
 
     @property
+    def ddp_find_unused_parameters(self) -> bool:
+        """Whether DDP must look for parameters without a gradient each step: when the whole of a
+        vision-language checkpoint is trained on text, its towers get none, and with activation
+        checkpointing transformers leaves the search off (find_unused_parameters = not
+        checkpointing), so DDP fails at the second step ("Expected to have finished reduction
+        in the prior iteration"). TRL 1.16 turns it on itself only for a processor (a
+        multimodal dataset); the project passes a tokenizer. Written on every such plan: a
+        one-process plan ignores it, and `make smoke-distributed` runs it under DDP."""
+        return self.mode == "full" and self.model.text_leaves_unused_parameters
+
+    @property
     def launched_by_accelerate(self) -> bool:
         """Every tier with several GPUs starts training through `accelerate launch` (even one
         training process beside a vLLM server); single-GPU and CPU tiers run the script."""
@@ -169,6 +202,13 @@ def modes_for(model: ModelSpec, tier: Tier, policy: TierPolicy, backend: str) ->
     return modes
 
 
+def learning_rate(mode: str, tier: Tier) -> float:
+    """The plan's learning rate: the mode's, or the short CPU run's for LoRA on the CPU tier."""
+    if not tier.is_gpu and mode == "lora":
+        return SHORT_RUN_LORA_RATE
+    return LEARNING_RATE[mode]
+
+
 def optimizer_for(mode: str, tier: Tier, sharded: bool, backend: str = "transformers") -> str:
     if not tier.is_gpu:
         # Unsloth's CPU mode switches every optimizer to the fused AdamW anyway.
@@ -181,14 +221,20 @@ def optimizer_for(mode: str, tier: Tier, sharded: bool, backend: str = "transfor
 
 
 def server_gpus(model: ModelSpec, tier: Tier) -> int:
-    """GPUs the vLLM server needs for the model's bf16 weights (tensor parallel if > 1)."""
-    return max(1, math.ceil(model.params * 2 * 1.3 / (0.9 * tier.memory_bytes)))
+    """GPUs the vLLM server needs for the bf16 weights it loads (tensor parallel if > 1)."""
+    weights = memory.vllm_weight_bytes(model)
+    return max(1, math.ceil(weights * 1.3 / (0.9 * tier.memory_bytes)))
 
 
 def vllm_share(model: ModelSpec, tier: Tier, sequences: int, tokens: int) -> float:
-    """gpu_memory_utilization for a colocated vLLM: bf16 weights, the KV cache of one
-    generation round, and vLLM's own overhead, with 10% slack, in steps of 0.05."""
-    need = model.params * 2 + memory.kv_cache_bytes(model, sequences, tokens) + VLLM_OVERHEAD_BYTES
+    """gpu_memory_utilization for a colocated vLLM: the bf16 weights it loads (towers
+    included, `memory.vllm_weight_bytes`), the KV cache of one generation round, and vLLM's own
+    overhead, with 10% slack, in steps of 0.05."""
+    need = (
+        memory.vllm_weight_bytes(model)
+        + memory.kv_cache_bytes(model, sequences, tokens)
+        + VLLM_OVERHEAD_BYTES
+    )
     return min(0.9, max(0.1, math.ceil(need * 1.1 / tier.memory_bytes * 20) / 20))
 
 
@@ -224,11 +270,44 @@ def _search(model: ModelSpec, tier: Tier, task: TaskSpec, backend: str):
                 if estimate.peak <= budget:
                     notes = [n for n in (quality_note, candidate["note"]) if n]
                     if vllm_modes[0] and vllm_mode is None:
-                        notes.append("vLLM is off: it does not fit beside training")
+                        notes.append(_vllm_off_note(candidate["mode"], backend))
+                    fallback = memory.fallback_bytes(model, candidate["shape"])
+                    if fallback > 0:
+                        notes.append(_fallback_note(model, fallback, tier))
                     return _plan(
                         model, tier, task, backend, policy, candidate, estimate, notes
                     ), smallest
     return None, smallest
+
+
+def _vllm_off_note(mode: str, backend: str) -> str:
+    if mode == "qlora" and backend == "transformers":
+        return (
+            "vLLM is off: 16-bit LoRA with vLLM does not fit beside training, and TRL cannot "
+            f"sync QLoRA's 4-bit weights into vLLM ({QLORA_VLLM_BROKEN})"
+        )
+    return "vLLM is off: it does not fit beside training"
+
+
+def _fallback_note(model: ModelSpec, fallback: float, tier: Tier) -> str:
+    """The recipe's note on a hybrid model's kernels: what their absence costs, counted."""
+    layers = f"{model.hybrid_layers} linear-attention/convolution/Mamba layers"
+    extra = f"+{fallback / GIB:.1f} GiB"
+    if not tier.is_gpu:
+        return (
+            f"the CPU runs transformers' PyTorch code for the {layers} ({extra}, counted); "
+            f"their fast kernels ({', '.join(model.kernels)}) need a CUDA GPU"
+        )
+    return (
+        f"the estimate counts transformers' PyTorch fallback for the {layers} ({extra}, and "
+        f"much slower) since their fast kernels ({', '.join(model.kernels)}) are optional: "
+        "pip install --no-build-isolation -e '.[kernels]'"
+    )
+
+
+def _qlora_with_vllm(mode: str, vllm_mode: str | None) -> bool:
+    """A combination the Transformers backend never plans (QLORA_VLLM_BROKEN)."""
+    return mode == "qlora" and vllm_mode in ("colocate", "server")
 
 
 def _generation_modes(model: ModelSpec, tier: Tier, backend: str) -> list[str | None]:
@@ -251,6 +330,8 @@ def _candidates(model, tier, task, policy, generations, completion, vllm_mode, b
     strategies = STRATEGIES if processes > 1 else (SINGLE,)
     unsloth = backend == "unsloth"
     for mode in modes_for(model, tier, policy, backend):
+        if _qlora_with_vllm(mode, vllm_mode):
+            continue  # TRL cannot sync 4-bit weights into vLLM (QLORA_VLLM_BROKEN)
         for strategy in strategies:
             if strategy == "zero2" and mode != "full":
                 continue  # adapters are tiny: sharding their state buys nothing
@@ -320,7 +401,7 @@ def _plan(model, tier, task, backend, policy, c, estimate, notes) -> Plan:
         max_prompt_tokens=task.prompt_tokens,
         gradient_checkpointing=tier.is_gpu,
         optim=c["optim"],
-        learning_rate=LEARNING_RATE[c["mode"]],
+        learning_rate=learning_rate(c["mode"], tier),
         lora_r=policy.lora_r,
         lora_alpha=2 * policy.lora_r,
         memory=estimate,

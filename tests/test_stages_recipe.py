@@ -34,3 +34,22 @@ def test_every_tracker_has_a_recipe_note():
     from grpo_template.answers import TRACKERS
 
     assert set(recipe.TRACKER_NOTES) == set(TRACKERS)
+
+
+def test_the_warm_up_stage_uncommented_is_a_stage_the_kit_runs(tmp_path):
+    """issue 26: the commented warm-up stage, once uncommented, comes first and is a `grpo
+    warmup` stage with the command's own defaults."""
+    from grpo_kit.commands import stages, warmup
+
+    plan = tuning.plan(MODEL, tiers.TIERS["cpu"], tasks.TASKS["math"])
+    text = stages_recipe.render(plan).replace("  # - {name: ", "  - {name: ")
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "grpo.yaml").write_text("{}\n")
+    path = tmp_path / "stages.yaml"
+    path.write_text(text.replace('"configs/grpo.yaml"', f'"{tmp_path}/configs/grpo.yaml"'))
+    _, found = stages.load_stages(path)
+    assert [s["name"] for s in found] == ["warmup", "format", "correctness"]
+    assert found[0]["warmup"] == [
+        "--examples", str(warmup.EXAMPLES), "--epochs", str(warmup.EPOCHS),
+        "--learning-rate", str(warmup.LEARNING_RATE),
+    ]  # fmt: skip

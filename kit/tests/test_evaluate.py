@@ -250,3 +250,131 @@ def test_the_report_names_the_decoding(project):
     table = evaluate.report_table({"trained": {"accuracy": 0.5}}, 8, args)
     assert "| accuracy (greedy) | 0.500 |" in table and "- metrics decoded: greedy\n" in table
     assert "seed" not in table
+
+
+def record(folder, **recipe_values):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run_record.json").write_text(json.dumps({"recipe": recipe_values}))
+
+
+def test_checkpoints_and_merged_folders_are_held_out_by_their_runs_record(recipe, tmp_path):
+    """A checkpoint-N or merged folder has no run record of its own: the run's, one folder up,
+    says what it trained on (issue 26: they were labelled "TRAINING data" when held out)."""
+    run = tmp_path / "run"
+    record(run, dataset_name="data/train.jsonl", dataset_train_split="train")
+    for folder in (run / "checkpoint-2", run / "merged"):
+        folder.mkdir()
+        held = recipe._replace(
+            script=dataclasses.replace(recipe.script, dataset_name="data/held_out.jsonl")
+        )
+        assert evaluate.held_out(held, None, folder)
+        same = recipe._replace(
+            script=dataclasses.replace(recipe.script, dataset_name="data/train.jsonl")
+        )
+        assert not evaluate.held_out(same, None, folder)
+
+
+def test_without_a_run_record_the_recipes_own_training_data_decides(recipe, tmp_path):
+    """`--dataset_name FILE` on the command line is the evaluation data, not what trained: the
+    recipe's own data (parsed without the command line) is compared with it."""
+    folder = tmp_path / "merged"
+    folder.mkdir()
+    held = recipe._replace(
+        script=dataclasses.replace(recipe.script, dataset_name="data/held_out.jsonl")
+    )
+    own = ("data/sample_math.jsonl", "train")
+    assert evaluate.held_out(held, None, folder, own)
+    assert not evaluate.held_out(held, None, folder, ("data/held_out.jsonl", "train"))
+
+
+def test_the_base_model_is_the_one_the_run_trained_from(recipe, tmp_path):
+    run = tmp_path / "run"
+    record(run, model_name_or_path="outputs/tiny-model")
+    (run / "merged").mkdir()
+    args = SimpleNamespace(base=None)
+    for trained in (run, run / "merged"):
+        assert evaluate.base_model(args, recipe, trained)[0] == "outputs/tiny-model"
+    assert evaluate.base_model(SimpleNamespace(base="other"), recipe, run) == ("other", "--base")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert evaluate.base_model(args, recipe, plain)[0] == recipe.model.model_name_or_path
+
+
+def test_a_trial_run_is_evaluated_offline_against_its_own_model(logged_run, tmp_path, capsys):
+    """`make evaluate RUN_DIR=outputs/trial` (issue 29): the recipe's model is a Hub id (here
+    one that does not exist, and the Hub is off); the base is the run's own model, from its run
+    record, and the report says so, with the format compliance of both models."""
+    out = tmp_path / "eval"
+    results = evaluate.evaluate(
+        ["--model", str(logged_run), "--dataset_name", "data/sample_math.jsonl", "--limit", "2",
+         "--max-new-tokens", "4", "--output-dir", str(out)]
+    )  # fmt: skip
+    assert list(results) == ["base", "trained"]
+    table = capsys.readouterr().out
+    base = json.loads((logged_run / "run_record.json").read_text())["recipe"]["model_name_or_path"]
+    assert f"- base: `{base}` (the model the run trained from, per its run record)" in table
+    assert "prompts of the TRAINING data" in table  # the run trained on the sample file
+    assert "compared with the run record's training data" in table
+    assert "| format reward | base | trained | change |" in table
+    assert "| strict_format |" in table and "| partial_format |" in table
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["models"]["base"] == base and set(summary["format"]["base"]) == {
+        "strict_format", "partial_format"
+    }  # fmt: skip
+    predictions = [json.loads(line) for line in (out / "predictions.jsonl").open()]
+    assert all("strict_format" in p for p in predictions)
+
+
+def test_another_models_decoding_is_its_own_or_greedy_never_the_projects_card(
+    project, tiny_model_dir, tmp_path
+):
+    """The card's sampling belongs to the project's model (issue 26: SmolLM2 was decoded with
+    Qwen3.5's and the report called it "the model card's recommendation")."""
+    card = with_sampling(dataclasses.replace(project, model="org/project-model"), CARD)
+    other = Decoding.for_model(card, tiny_model_dir)
+    assert other.greedy and "is not the project's model (org/project-model)" in other.source
+    note = evaluate.decoding_note(other, 0, card)
+    assert note.startswith("greedy (") and "model card" not in note
+    sampling = tmp_path / "sampling-model"
+    sampling.mkdir()
+    (sampling / "generation_config.json").write_text(
+        json.dumps({"do_sample": True, "temperature": 0.3, "top_p": 0.9})
+    )
+    own = Decoding.for_model(card, sampling)
+    assert own == Decoding(0.3, 0.9, 0) and own.source.endswith("generation_config.json")
+    trained = tmp_path / "run"
+    record(trained, model_name_or_path="org/project-model")
+    assert Decoding.for_model(card, trained) == Decoding(0.6, 0.95, 20)
+    assert "model card's recommendation" in Decoding.for_model(card, trained).source
+    assert Decoding.for_model(card, None) == Decoding(0.6, 0.95, 20)
+    args = argparse.Namespace(greedy=False, temperature=0.9, top_p=None, top_k=None)
+    changed = generation.decoding_from(args, card, tiny_model_dir)
+    assert changed == Decoding(0.9, 1.0, 0) and changed.source == "your decoding options"
+
+
+def test_no_model_errors_name_the_flag_that_fixes_them(tmp_path):
+    with pytest.raises(evaluate.UserError, match=r"RUN_DIR=outputs/<run> .*--model PATH"):
+        evaluate.evaluate(["--smoke", "--model", str(tmp_path / "nothing")])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(UserError, match=r"no adapter_config.json or config.json.*RUN_DIR="):
+        generation.check_model_dir(empty)
+
+
+@pytest.mark.parametrize(
+    ("cores", "load", "threads"), [(2, 0.2, 2), (2, 1.0, 1), (2, 6.0, 1), (8, 2.4, 6), (4, 0, 4)]
+)
+def test_cpu_threads_are_the_idle_cores(cores, load, threads):
+    assert generation.cpu_threads(cores, load) == threads
+
+
+def test_an_explicit_thread_count_wins(monkeypatch):
+    import torch
+
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("GRPO_TORCH_THREADS", "1")
+    try:
+        assert generation.configure_cpu_threads() == 1 and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

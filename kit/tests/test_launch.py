@@ -510,3 +510,28 @@ def test_the_early_warning_stops_a_distributed_run_for_a_requeue(
     assert [c.name for c in output.glob("checkpoint-*")] == ["checkpoint-2"]
     record = json.loads((output / "run_record.json").read_text())
     assert record["status"] == REQUEUE_STATUS and record["global_step"] == 2
+
+
+def test_a_failed_distributed_process_exits_without_the_teardown(monkeypatch, capsys):
+    """A process of a distributed run whose step raised (DDP's "Expected to have finished
+    reduction", say) prints the traceback and ends through `exit_now`, while the error still holds
+    the trainer: letting the error unwind freed the DDP reducer, whose gloo teardown hung the
+    process for the collective timeout (the other rank's `make smoke-distributed` hang)."""
+    from grpo_kit import training
+
+    def failing_step(build_trainer, argv):
+        raise RuntimeError("Expected to have finished reduction in the prior iteration")
+
+    exits = []
+
+    def exit_now(code):
+        exits.append((code, sys.exc_info()[0]))  # still inside the handler: frames alive
+        raise SystemExit(code)
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setattr(training, "run", failing_step)
+    monkeypatch.setattr(training, "exit_now", exit_now)
+    with pytest.raises(SystemExit):
+        training.main(None, ["--config", "configs/grpo.yaml"])
+    assert exits == [(1, RuntimeError)]
+    assert "Expected to have finished reduction" in capsys.readouterr().err

@@ -338,14 +338,19 @@ def test_the_task_gives_the_lowest_layer(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("task", TASKS)
 def test_smoke_reads_the_sample_data_with_its_own_columns(task, tmp_path, monkeypatch):
-    """A user's data mapping in local.yaml does not break the offline smoke run."""
+    """While the recipe names the task's default data (the Hub dataset the generated recipe
+    writes), a column mapping in local.yaml does not break the offline smoke run: it reads the
+    shipped sample with the sample's own columns."""
     root = project_here(tmp_path / "project", monkeypatch, task)
     project = load(root)
     columns = {f: "mine" for f in vars(parse().task) if f.endswith("_column")}
-    mapping = {"dataset_name": "my/data", "prompt_column": "q", "answer_column": "a", **columns}
+    mapping = {"prompt_column": "q", "answer_column": "a", **columns}
     LOCAL_RECIPE.write_text(yaml.safe_dump(mapping))
     mine = parse()
-    assert (mine.script.dataset_name, mine.script.prompt_column) == ("my/data", "q")
+    assert (mine.script.dataset_name, mine.script.prompt_column) == (
+        project.task.data.dataset_name,
+        "q",
+    )
     assert all(getattr(mine.task, field) == "mine" for field in columns)
     smoke = parse_recipe(["--config", RECIPE, "--smoke"])
     assert smoke.script.dataset_name == project.task.data.sample
@@ -354,6 +359,45 @@ def test_smoke_reads_the_sample_data_with_its_own_columns(task, tmp_path, monkey
     sample = recipes.sample_data_values(project)
     parts = {**vars(smoke.script), **vars(smoke.task)}
     assert {key: parts[key] for key in sample} == sample
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_smoke_reads_your_data_once_the_recipe_names_your_own(task, tmp_path, monkeypatch):
+    """issue 29: with your own data in local.yaml (its columns, labels), smoke, reward-debug and
+    the other offline commands read it, not the sample checked against your settings."""
+    root = project_here(tmp_path / "project", monkeypatch, task)
+    project = load(root)
+    columns = {f: "mine" for f in vars(parse().task) if f.endswith("_column")}
+    mapping = {"dataset_name": "data/mine.csv", "prompt_column": "q", "answer_column": "a"}
+    LOCAL_RECIPE.write_text(yaml.safe_dump({**mapping, **columns}))
+    for offline in (["--smoke"], ["--trial"]):
+        recipe = parse_recipe(["--config", RECIPE, *offline])
+        assert recipe.script.dataset_name == "data/mine.csv", offline
+        assert (recipe.script.prompt_column, recipe.script.answer_column) == ("q", "a")
+        assert all(getattr(recipe.task, field) == "mine" for field in columns)
+    assert recipe.model.model_name_or_path == str(recipes.TINY_MODEL_DIR)
+    read = parse_recipe(["--config", RECIPE], read_only=True, offline_data=True)
+    assert read.script.dataset_name == "data/mine.csv"
+    # Back on the task's default data: the sample again, for the offline data readers too.
+    LOCAL_RECIPE.write_text(yaml.safe_dump(columns))
+    read = parse_recipe(["--config", RECIPE], read_only=True, offline_data=True)
+    assert read.script.dataset_name == project.task.data.sample
+    assert all(getattr(read.task, field) != "mine" for field in columns)
+
+
+def test_the_default_data_is_the_tasks_dataset_or_its_sample(tmp_path, monkeypatch):
+    root = project_here(tmp_path / "project", monkeypatch, "math")
+    project = load(root)
+    data = project.task.data
+    assert recipes.names_default_data(
+        project, {"dataset_name": data.dataset_name, "dataset_config": data.dataset_config}
+    )
+    assert recipes.names_default_data(project, {"dataset_name": data.sample})
+    assert recipes.names_default_data(project, {"dataset_name": f"./{data.sample}"})
+    assert not recipes.names_default_data(project, {"dataset_name": "data/mine.jsonl"})
+    assert not recipes.names_default_data(project, {"dataset_name": "someone/else"})
+    other_config = {"dataset_name": data.dataset_name, "dataset_config": "socratic"}
+    assert not recipes.names_default_data(project, other_config)
 
 
 def test_trial_runs_your_own_data_on_the_cpu_and_tiny_model(gpu_project):
@@ -367,6 +411,69 @@ def test_trial_runs_your_own_data_on_the_cpu_and_tiny_model(gpu_project):
     assert trial.training.max_steps == recipes.TRIAL_OVERRIDES["max_steps"]
     with pytest.raises(UserError, match="exclude each other"):
         parse_recipe(["--config", RECIPE, "--trial", "--smoke"])
+
+
+@pytest.mark.parametrize("checkpointing", [True, False])
+def test_the_distributed_smoke_run_keeps_the_recipes_checkpointing_and_ddp(
+    gpu_project, checkpointing
+):
+    """issue 27: `make smoke-distributed` (--smoke-distributed) runs the recipe's own
+    checkpointing and DDP settings, which decide whether DDP's reducer finishes (--smoke turns
+    checkpointing off and hid the failure of full fine-tuning with a vision tower); only the
+    model's size, the data and the run's length shrink, as in --smoke."""
+    flag = str(checkpointing).lower()
+    LOCAL_RECIPE.write_text(
+        f"activation_checkpointing: {flag}\nddp_find_unused_parameters: {flag}\n"
+    )
+    smoke = parse_recipe(["--config", RECIPE, "--smoke"])
+    distributed = parse_recipe(["--config", RECIPE, "--smoke-distributed"])
+    training = distributed.training
+    assert training.activation_checkpointing is checkpointing
+    assert training.gradient_checkpointing is checkpointing
+    assert training.ddp_find_unused_parameters is checkpointing
+    assert not smoke.training.activation_checkpointing  # what --smoke does (and keeps doing)
+    assert training.output_dir == str(recipes.SMOKE_DISTRIBUTED_OUTPUT_DIR)
+    assert training.output_dir == "outputs/smoke-distributed"
+    # Everything else as --smoke: tiny model, CPU, full precision, no vLLM, 2 steps.
+    assert distributed.script.smoke
+    assert distributed.model.model_name_or_path == str(recipes.TINY_MODEL_DIR)
+    assert training.use_cpu and not training.bf16 and not training.use_vllm
+    assert (training.max_steps, training.num_generations) == (2, 4)
+    assert distributed.script.dataset_name == smoke.script.dataset_name
+
+
+def test_the_distributed_smoke_layer_is_the_smoke_layer_less_what_it_keeps(gpu_project):
+    """One place for each fact: the layer is SMOKE_OVERRIDES (and the task's smoke keys) minus
+    DISTRIBUTED_SMOKE_KEEPS, with its own output folder."""
+    import dataclasses
+
+    project = load()
+    parser = recipes.recipe_parser(project)
+    fields = {f.name for t in parser.dataclass_types for f in dataclasses.fields(t)}
+    below = recipe_values()
+    smoke = recipes.smoke_values(project, fields, below)
+    distributed = recipes.smoke_distributed_values(project, fields, below)
+    assert {"activation_checkpointing", "gradient_checkpointing"} <= set(smoke)
+    assert not set(distributed) & set(recipes.DISTRIBUTED_SMOKE_KEEPS)
+    expected = {k: v for k, v in smoke.items() if k not in recipes.DISTRIBUTED_SMOKE_KEEPS}
+    assert distributed == {**expected, "output_dir": "outputs/smoke-distributed"}
+    assert recipes.OFFLINE_LAYERS["smoke-distributed"] is recipes.smoke_distributed_values
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--smoke", "--smoke-distributed"),
+        ("--smoke-distributed", "--trial"),
+        ("--smoke", "--trial", "--smoke-distributed"),
+    ],
+)
+def test_the_offline_flags_exclude_each_other(cpu_project, flags):
+    with pytest.raises(UserError, match="exclude each other") as err:
+        parse_recipe(["--config", RECIPE, *flags])
+    message = str(err.value)
+    assert "\n" not in message and "--smoke-distributed (make smoke-distributed)" in message
+    assert all(flag in message for flag in flags)
 
 
 def test_an_unknown_field_names_the_layer_that_holds_it(cpu_project):
@@ -403,6 +510,69 @@ def test_env_sets_environment_variables_for_the_run(cpu_project, monkeypatch):
     LOCAL_RECIPE.write_text("env:\n  GRPO_TEST_RECIPE_ENV: 1\nmax_steps: 5\n")
     assert parse().training.max_steps == 5
     assert os.environ["GRPO_TEST_RECIPE_ENV"] == "1"
+
+
+# Sampling that biases vLLM's importance-sampling correction (issue 28): vLLM returns the
+# log-probs of the truncated/reshaped distribution, the trainer recomputes them over the full
+# vocabulary at `temperature` (huggingface/trl#6789).
+BIASED = [
+    ("top_p: 0.95\n", [("top_p", 0.95)]),
+    ("top_k: 20\n", [("top_k", 20)]),
+    ("min_p: 0.05\n", [("min_p", 0.05)]),
+    ("repetition_penalty: 1.1\n", [("repetition_penalty", 1.1)]),
+    ("generation_kwargs: {temperature: 0.7}\n", [("generation_kwargs.temperature", 0.7)]),
+    ("generation_kwargs: {top_p: 0.9}\n", [("generation_kwargs.top_p", 0.9)]),
+    ("top_p: 0.9\ntop_k: 50\n", [("top_p", 0.9), ("top_k", 50)]),
+]
+NEUTRAL = [
+    "",  # TRL's defaults
+    "top_p: 1.0\ntop_k: 0\nmin_p: null\nrepetition_penalty: 1.0\n",
+    "temperature: 0.7\n",  # the trainer divides by it too
+    "generation_kwargs: {temperature: 1.0}\n",  # the trainer's temperature
+    "top_k: -1\nmin_p: 0.0\n",  # vLLM's spellings of "off"
+]
+
+
+@pytest.mark.parametrize(("local", "found"), BIASED)
+def test_sampling_that_biases_the_is_correction_is_found(gpu_project, local, found):
+    LOCAL_RECIPE.write_text(local)
+    assert recipes.sampling_bias(parse().training) == found
+    # Without vLLM, or without its log-probs in the loss, nothing is biased.
+    assert recipes.sampling_bias(parse("--use_vllm", "false").training) == []
+    off = parse("--vllm_importance_sampling_correction", "false").training
+    assert recipes.sampling_bias(off) == []
+    assert recipes.sampling_bias(off, vllm=True) == []
+    assert recipes.sampling_bias(parse_recipe(["--config", RECIPE, "--smoke"]).training) == []
+    # The Unsloth backend's fast_inference generates with vLLM without use_vllm.
+    assert recipes.sampling_bias(parse("--use_vllm", "false").training, vllm=True) == found
+
+
+@pytest.mark.parametrize("local", NEUTRAL)
+def test_sampling_that_keeps_the_distribution_is_not_flagged(gpu_project, local):
+    LOCAL_RECIPE.write_text(local)
+    assert recipes.sampling_bias(parse().training) == []
+
+
+def test_a_training_recipe_warns_with_the_fix_naming_the_file(cpu_project, caplog):
+    """The warning names the layer that sets the value (your local.yaml, the command line) and
+    the two fixes; reading a recipe (report, infer) stays quiet."""
+    (cpu_project / RECIPE).write_text(CPU_RECIPE + "use_vllm: true\n")
+    LOCAL_RECIPE.write_text("top_p: 0.9\n")
+    with caplog.at_level("WARNING", logger="grpo_kit.recipe"):
+        parse_recipe(["--config", RECIPE, "--top_k", "40"])
+    (message,) = [r.getMessage() for r in caplog.records if "importance-sampling" in r.message]
+    assert "top_p=0.9 (configs/local.yaml)" in message and "top_k=40 (the command line)" in message
+    assert (
+        "top_p: 1.0, top_k: 0" in message
+        and "vllm_importance_sampling_correction: false" in message
+    )
+    assert "\n" not in message
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="grpo_kit.recipe"):
+        parse_recipe(["--config", RECIPE], read_only=True)
+        LOCAL_RECIPE.write_text("top_p: 1.0\n")
+        parse_recipe(["--config", RECIPE])
+    assert not [r for r in caplog.records if "importance-sampling" in r.message]
 
 
 def test_commands_read_the_recipe_through_their_own_options(cpu_project):

@@ -34,6 +34,23 @@ def test_health_verdicts_list_every_check():
     assert "| kl | ok |" in table
 
 
+def test_health_verdicts_show_the_guards_counts():
+    """A reward that raised or timed out, and (a tool run) calls cut by the time budget: their
+    checks are in the recomputed verdicts, warned where the logs hold a count above 0."""
+    rows = [{"step": i, "reward": 0.1 * i, "reward_std": 0.3, "rewards/acc/errors": 0.0,
+             "rewards/acc/timeouts": float(i == 2)} for i in range(1, 4)]  # fmt: skip
+    rows[0]["rewards/acc/errors"] = 1.0
+    table = report.health_verdicts(rows, report.default_limits())
+    assert "| reward_errors | warned at 1 logs (steps 1-1) |" in table
+    assert "| reward_timeouts | warned at 1 logs (steps 2-2) |" in table
+    assert "tool_budget_cuts" not in table  # not a tool run
+    for row in rows:
+        row.update({report.TOOL_CALLS: 2.0, report.TOOL_FAILURES: 0.1, "tools/budget_cuts": 0.0})
+    rows[2]["tools/budget_cuts"] = 0.5
+    table = report.health_verdicts(rows, report.default_limits())
+    assert "| tool_budget_cuts | warned at 1 logs (steps 3-3) |" in table
+
+
 def synthetic_run(path, rows, recipe=None):
     """A run folder holding only what the report reads: trainer_state.json (and the run
     record's recipe, when given)."""
@@ -84,3 +101,98 @@ def test_the_tool_summary_without_a_cap_says_so():
         row[report.TOOL_CALLS] = calls
     line = report.tool_summary(rows, report.default_limits())
     assert "0 at step 1, 2 at step 3" in line and "no max_tool_calling_iterations" in line
+
+
+# --- the health table is health.jsonl's (issues 26, 28, 29) ---
+
+
+def health_log(path, *events):
+    """health.jsonl as the monitor writes it: a `started` event, then `events`."""
+    lines = [{"check": None, "event": "started", "step": 0, "active": []}, *events]
+    (path / "health.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+
+
+def raised(check, step, message="what to change", severity="warning"):
+    return {"check": check, "severity": severity, "step": step, "value": 1.0, "limit": 0.8,
+            "message": message, "event": "raised"}  # fmt: skip
+
+
+def table_checks(summary: str) -> set[str]:
+    """The checks in the report's health table (its rows' first cells)."""
+    health = summary.split("## Health")[1].split("\n## ")[0]
+    rows = [line for line in health.splitlines() if line.startswith("| ")]
+    return {row.split("|")[1].strip() for row in rows[2:]}  # after the header and its rule
+
+
+def test_the_health_table_lists_exactly_the_checks_that_fired(tmp_path):
+    """The logs would trip the default clipped_ratio threshold, but the run's monitor (a smoke
+    run's: clipping expected) never raised it; correctness_spread and sampling fired."""
+    rows = rows_of(4, **{"completions/clipped_ratio": 0.9})
+    run = synthetic_run(tmp_path / "run", rows, {"smoke": True})
+    health_log(
+        run,
+        raised("correctness_spread", 1, "only soft_overlong still varies | phantom"),
+        raised("sampling", 2),
+        {"check": "sampling", "step": 3, "event": "cleared"},
+    )
+    summary = (
+        report.report([str(run), "--output-dir", str(tmp_path / "r")]) / "report.md"
+    ).read_text()
+    assert table_checks(summary) == {"correctness_spread", "sampling"}
+    assert "clipped_ratio" not in summary.split("## Health")[1].split("## Plots")[0]
+    assert "| correctness_spread | warning | 1 time (step 1) | still active |" in summary
+    assert "| sampling | warning | 1 time (step 2) | cleared at step 3 |" in summary
+    assert "only soft_overlong still varies \\| phantom" in summary  # the monitor's own words
+    assert "2 event(s) raised" in summary
+
+
+def test_a_quiet_run_says_no_check_fired(tmp_path):
+    run = synthetic_run(tmp_path / "run", rows_of(3))
+    health_log(run)
+    summary = (
+        report.report([str(run), "--output-dir", str(tmp_path / "r")]) / "report.md"
+    ).read_text()
+    assert "No health check fired" in summary and table_checks(summary) == set()
+
+
+def test_the_report_of_a_smoke_run_lists_exactly_the_checks_in_its_health_log(logged_run, tmp_path):
+    out = report.report([str(logged_run), "--output-dir", str(tmp_path / "report")])
+    summary = (out / "report.md").read_text()
+    events = [json.loads(line) for line in (logged_run / "health.jsonl").read_text().splitlines()]
+    fired = {e["check"] for e in events if e["event"] == "raised"}
+    assert table_checks(summary) == fired
+    assert "recomputed" not in summary
+
+
+def test_nan_in_the_logs_shows_in_the_report(tmp_path):
+    rows = rows_of(3)
+    rows[2]["grad_norm"] = float("nan")
+    rows[2]["entropy"] = None  # TRL: every value of the step was NaN
+    run = synthetic_run(tmp_path / "run", rows)
+    health_log(run, raised("non_finite", 3, "grad_norm nan, entropy nan", "fatal"))
+    summary = (
+        report.report([str(run), "--output-dir", str(tmp_path / "r")]) / "report.md"
+    ).read_text()
+    assert (
+        "**NaN or infinite values in the logs**: `grad_norm` at step(s) 3; `entropy` at" in summary
+    )
+    assert "| non_finite | fatal | 1 time (step 3) | still active |" in summary
+
+
+@pytest.mark.parametrize(
+    ("recipe", "advice"),
+    [
+        ({"smoke": True, "log_completions": False}, "add `--log_completions true`"),
+        ({"log_completions": True}, "although the run had `log_completions: true`"),
+        ({"log_completions": False}, "set `log_completions: true` in the recipe"),
+    ],
+)
+def test_the_completions_advice_fits_the_runs_recipe(tmp_path, recipe, advice):
+    run = synthetic_run(tmp_path / "run", rows_of(2), recipe)
+    summary = (
+        report.report([str(run), "--output-dir", str(tmp_path / "r")]) / "report.md"
+    ).read_text()
+    completions = summary.split("## Completions")[1]
+    assert advice in completions
+    if recipe["log_completions"]:
+        assert "set `log_completions: true`" not in completions

@@ -22,19 +22,23 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "merge": ("project:merge", "main", "merge the LoRA adapter and verify the merged model"),
     "infer": ("project:infer", "main", "ask the trained model (one prompt, a file, or a chat)"),
     "smoke": ("commands.smoke", "main", "offline on the CPU: tiny model, train -> merge -> infer"),
+    "preflight": ("commands.preflight", "main", "sample the base model: can training learn?"),
+    "warmup": ("commands.warmup", "main", "teach the task's format first: a short SFT warm-up"),
     "stages": ("commands.stages", "main", "train in stages (configs/stages.yaml)"),
     "evaluate": ("commands.evaluate", "main", "the task's metric, held-out prompts, before/after"),
     "report": ("commands.report", "main", "plots and a summary of a run (health verdicts)"),
-    "reward-debug": ("commands.reward_debug", "main", "score every reward on sample data"),
+    "reward-debug": ("commands.reward_debug", "main", "score every reward on ideal completions"),
     "filter": ("commands.filter", "main", "keep the prompts the base model solves sometimes"),
     "doctor": ("commands.doctor", "main", "preflight checks: GPU, versions, data, token, lengths"),
     "gpu-check": ("commands.gpu_check", "main", "on a GPU: a few steps, peak memory vs estimate"),
     "launch": ("commands.launch", "main", "multi-GPU / multi-node: vLLM server + accelerate"),
     "reward-model": ("commands.reward_model", "main", "train a reward model on preference pairs"),
+    "export": ("commands.export", "main", "hand over to verl or OpenRLHF: data, rewards, launch"),
     "tiny-model": ("offline.tiny_model", "main", "write the tiny offline model"),
+    "acceptance": ("commands.acceptance", "main", "GPU acceptance cases: peak vs estimate"),
 }
 # Commands that never load the project's backend (TRL's own trainers, no Unsloth patches).
-NO_BACKEND = ("reward-model", "tiny-model")
+NO_BACKEND = ("reward-model", "tiny-model", "acceptance")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -6,13 +6,25 @@ Shared by the merge script (which compares adapter and merged outputs), `evaluat
 
 from __future__ import annotations
 
+import functools
 import json
-from dataclasses import dataclass
+import logging
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UserError
 from .project import Project
 from .tokenizer import ready_for_generation
+
+logger = logging.getLogger(__name__)
+RUN_RECORD = "run_record.json"  # callbacks/run_record.py writes it at the top of a run's folder
+MODEL_HINT = (
+    "name a run's output_dir, one of its checkpoint-N folders, its merged folder or a Hub id: "
+    "make evaluate/infer/merge RUN_DIR=outputs/<run> (grpo evaluate/infer --model PATH)"
+)
+CARD_SOURCE = "the model card's recommendation ([tool.grpo] recommended_sampling)"
+NO_CARD = "the template knows no model-card sampling for it ([tool.grpo] recommended_sampling)"
 
 
 @dataclass(frozen=True)
@@ -22,13 +34,16 @@ class Decoding:
 
     One description for every generation path (transformers' `generate`, vLLM's
     `SamplingParams`), so that evaluate, infer, merge and any generation loop decode alike. The
-    default is the model card's recommended sampling (`[tool.grpo] recommended_sampling`), else
-    greedy.
+    default (`for_model`) depends on the model: the project's own model (or one trained from it)
+    decodes with the model card's recommended sampling (`[tool.grpo] recommended_sampling`);
+    another model with the sampling its own generation_config.json asks for; else greedily.
+    `source` says where the values came from (reports name it; it takes no part in equality).
     """
 
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int = 0
+    source: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if not self.temperature >= 0:  # also refuses nan
@@ -50,7 +65,7 @@ class Decoding:
         if found is None:
             return None
         try:
-            return cls(**found)
+            return cls(**found, source=CARD_SOURCE)
         except (TypeError, UserError) as err:
             raise UserError(
                 f"pyproject.toml [tool.grpo] recommended_sampling {found}: {err}"
@@ -58,8 +73,52 @@ class Decoding:
 
     @classmethod
     def default(cls, project: Project) -> Decoding:
-        """What evaluate and infer decode with unless told otherwise."""
-        return cls.recommended(project) or cls()
+        """What evaluate and infer decode the project's own model with unless told otherwise."""
+        return cls.recommended(project) or cls(source=f"greedy: {NO_CARD}")
+
+    @classmethod
+    def for_model(cls, project: Project, model: str | Path | None) -> Decoding:
+        """What evaluate and infer decode `model` with unless told otherwise (None: the project's
+        model). The card's sampling belongs to the project's model: a model trained from it
+        (its run record or adapter says so) keeps it; any other model decodes with the sampling
+        its generation_config.json asks for (do_sample), else greedily."""
+        origin = origin_of(model) if model is not None else project.model
+        if model is None or origin == project.model:
+            return cls.default(project)
+        for source in dict.fromkeys([str(model), origin]):
+            own = cls.from_generation_config(source)
+            if own is not None:
+                return own
+        return cls(source=f"greedy: {origin} is not the project's model ({project.model}) and "
+                   "its generation_config.json asks for no sampling")  # fmt: skip
+
+    @classmethod
+    def from_generation_config(cls, name: str) -> Decoding | None:
+        """The sampling a model's generation_config.json asks for (do_sample: true), None when
+        it asks for none or cannot be read here."""
+        path = Path(name) / "generation_config.json"
+        if Path(name).is_dir():
+            if not path.is_file():
+                return None
+            values = json.loads(path.read_text(encoding="utf-8"))
+        else:  # a Hub id: its cached generation config, if any (never a download)
+            try:
+                from transformers import GenerationConfig
+
+                values = GenerationConfig.from_pretrained(name, local_files_only=True).to_dict()
+            except (OSError, ValueError):
+                return None
+        if not values.get("do_sample"):
+            return None
+        try:
+            return cls(
+                float(values.get("temperature") or 1.0),
+                float(values.get("top_p") or 1.0),
+                int(values.get("top_k") or 0),
+                source=f"{name}'s generation_config.json",
+            )
+        except (TypeError, ValueError, UserError):
+            return None
 
     @property
     def greedy(self) -> bool:
@@ -69,11 +128,14 @@ class Decoding:
         self, temperature: float | None = None, top_p: float | None = None, top_k: int | None = None
     ) -> Decoding:
         """This decoding with the given fields changed (None: kept); temperature 0 is greedy."""
+        if temperature is None and top_p is None and top_k is None:
+            return self
         temperature = self.temperature if temperature is None else temperature
         if temperature == 0 and top_p is None and top_k is None:
-            return Decoding()
+            return Decoding(source="greedy: --temperature 0")
         top_p = self.top_p if top_p is None else top_p
-        return Decoding(temperature, top_p, self.top_k if top_k is None else top_k)
+        top_k = self.top_k if top_k is None else top_k
+        return Decoding(temperature, top_p, top_k, source="your decoding options")
 
     def describe(self) -> str:
         if self.greedy:
@@ -99,15 +161,15 @@ class Decoding:
 
 
 def add_decoding_options(parser, project: Project) -> None:
-    """--greedy, --temperature, --top-p, --top-k, with this model's default in the help."""
+    """--greedy, --temperature, --top-p, --top-k, with the project's model's default in the help
+    (another model's comes from its own generation_config.json: `Decoding.for_model`)."""
     default = Decoding.default(project)
-    why = (
-        "the model card's recommendation ([tool.grpo] recommended_sampling)"
-        if Decoding.recommended(project)
-        else "the template knows no model-card sampling for it ([tool.grpo] recommended_sampling)"
-    )
+    why = CARD_SOURCE if Decoding.recommended(project) else NO_CARD
     group = parser.add_argument_group(
-        "decoding", f"Default for this model: {default.describe()}, {why}."
+        "decoding",
+        f"Default for {project.model or 'the project model'} and models trained from it: "
+        f"{default.describe()}, {why}. Another model: the sampling its generation_config.json "
+        "asks for, else greedy.",
     )
     group.add_argument("--greedy", action="store_true", help="decode greedily")
     group.add_argument(
@@ -119,15 +181,58 @@ def add_decoding_options(parser, project: Project) -> None:
     )
 
 
-def decoding_from(args, project: Project) -> Decoding:
-    """The decoding the options ask for: greedy, or the default with the given fields changed."""
+def decoding_from(args, project: Project, model: str | Path | None = None) -> Decoding:
+    """The decoding the options ask for: greedy, or the default for `model` (None: the
+    project's model) with the given fields changed."""
     changes = {"temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k}
     if args.greedy:
         given = [f"--{name.replace('_', '-')}" for name, v in changes.items() if v is not None]
         if given:
             raise UserError(f"--greedy takes no {', '.join(given)} (they shape sampling)")
-        return Decoding()
-    return Decoding.default(project).changed(**changes)
+        return Decoding(source="greedy: --greedy")
+    return Decoding.for_model(project, model).changed(**changes)
+
+
+# --- where a trained model comes from -------------------------------------------------------------
+
+
+def run_record_of(path: str | Path) -> dict | None:
+    """The run record of a training output: in the folder itself, or, for one of its
+    checkpoint-N folders or its merged folder, in the run's folder above it."""
+    path = Path(path)
+    for folder in (path, path.parent):
+        record = folder / RUN_RECORD
+        if path.is_dir() and record.is_file():
+            try:
+                return json.loads(record.read_text(encoding="utf-8"))
+            except ValueError:
+                return None
+    return None
+
+
+def trained_from(path: str | Path) -> str | None:
+    """The model a training output started from: its run record's model_name_or_path, else its
+    adapter's base model; None for a model that is no training output (a Hub id, a folder)."""
+    record = run_record_of(path)
+    model = (record or {}).get("recipe", {}).get("model_name_or_path")
+    if model:
+        return str(model)
+    if is_adapter(Path(path)):
+        return base_model_of(Path(path))
+    return None
+
+
+def origin_of(model: str | Path) -> str:
+    """The model a chain of training outputs started from (a warm-up's merged folder, a stage,
+    a run): the first one that is no training output."""
+    current, seen = str(model), set()
+    while current not in seen:
+        seen.add(current)
+        parent = trained_from(current)
+        if parent is None:
+            return current
+        current = parent
+    return current
 
 
 def is_adapter(path: Path) -> bool:
@@ -144,9 +249,15 @@ def base_model_of(adapter_dir: Path) -> str:
 
 def check_model_dir(path: Path) -> None:
     if not path.is_dir():
-        raise UserError(f"{path}: no such folder (train first, or pass the run's output_dir)")
+        raise UserError(
+            f"{path}: no such folder: train first (make train, or make try for a CPU trial), or "
+            f"{MODEL_HINT}"
+        )
     if not is_adapter(path) and not (path / "config.json").is_file():
-        raise UserError(f"{path}: holds neither a LoRA adapter nor a model (no config.json)")
+        raise UserError(
+            f"{path}: holds neither a LoRA adapter nor a model (no adapter_config.json or "
+            f"config.json); {MODEL_HINT}"
+        )
 
 
 def default_device() -> str:
@@ -170,10 +281,18 @@ def model_class(name_or_path: str):
     `create_model_from_path`). A LoRA adapter is named after that class's modules, so it must be
     loaded onto the same class: AutoModelForCausalLM gives Qwen3.5's vision-language checkpoint
     the text-only Qwen3_5ForCausalLM, whose module names the adapter does not match."""
-    import transformers
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig
 
-    architectures = AutoConfig.from_pretrained(name_or_path).architectures or []
+    return class_for_config(AutoConfig.from_pretrained(name_or_path))
+
+
+def class_for_config(config):
+    """The class TRL builds for a config: the first of its `architectures` when transformers has
+    it, else AutoModelForCausalLM's class for the config."""
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    architectures = getattr(config, "architectures", None) or []
     found = getattr(transformers, architectures[0], None) if architectures else None
     return found or AutoModelForCausalLM
 
@@ -186,6 +305,8 @@ def load_model_for_inference(path: Path, dtype: str = "auto", device: str | None
         check_model_dir(path)
     torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
     device = device or default_device()
+    if device == "cpu":
+        configure_cpu_threads()
     try:
         if is_adapter(path):
             from peft import PeftModel
@@ -196,8 +317,55 @@ def load_model_for_inference(path: Path, dtype: str = "auto", device: str | None
         else:
             model = model_class(str(path)).from_pretrained(str(path), dtype=torch_dtype)
     except OSError as err:
-        raise UserError(f"cannot load the model '{path}' (a folder or Hub id): {err}") from err
+        raise UserError(
+            f"cannot load the model '{path}' (a folder or Hub id): {err}. Offline, {MODEL_HINT}"
+        ) from err
     return model.to(device).eval()
+
+
+THREADS_VARIABLES = ("GRPO_TORCH_THREADS", "OMP_NUM_THREADS")  # the first one set wins
+
+
+def cpu_threads(cores: int | None = None, load: float | None = None) -> int:
+    """Torch threads for work on the CPU: the cores this process may use minus those busy with
+    other work (the 1-minute load average), at least 1. Threads beyond the idle cores wait on
+    each other: on a 2-core machine with one busy core, 2 threads generate 3-7x slower than 1."""
+    if cores is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not Linux
+            cores = os.cpu_count() or 1
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            load = 0.0
+    return max(1, min(cores, round(cores - load)))
+
+
+def configure_cpu_threads() -> int:
+    """Set torch's CPU threads (`cpu_threads`, decided once per process so that the models of
+    one command run alike), unless GRPO_TORCH_THREADS or OMP_NUM_THREADS says how many; returns
+    the count, said in one line when it is chosen here."""
+    import torch
+
+    for name in THREADS_VARIABLES:
+        if os.environ.get(name, "").strip().isdigit():
+            threads = max(1, int(os.environ[name]))
+            torch.set_num_threads(threads)
+            return threads
+    threads = _idle_cores()
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+        logger.info(
+            "CPU: %d torch thread(s) (the idle cores; set GRPO_TORCH_THREADS to choose)", threads
+        )
+    return threads
+
+
+@functools.cache
+def _idle_cores() -> int:
+    return cpu_threads()
 
 
 def chat(prompt: str, system_prompt: str = "") -> list[dict]:

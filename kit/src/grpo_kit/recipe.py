@@ -9,11 +9,16 @@ LoRA). `parse_recipe(argv)` builds it from these layers, each overriding the one
    data mapping, system prompt, rewards and weights: `Task.recipe_defaults`);
 2. the recipe file: `configs/grpo.yaml`, unless `--config PATH` (or `--config=PATH`) names one;
 3. `configs/local.yaml`, yours (regeneration never touches it), on top of the generated recipe;
-4. one more layer a command adds: a stage's keys (`commands/stages.py`), or the sample data
-   with its own columns (reward_debug);
-5. the offline overrides: `--smoke` (tiny local model, the sample data with its own columns, CPU,
-   two steps), so any recipe runs offline; or `--trial` (the same on YOUR data: a few steps on
-   the CPU that check your data, prompts and rewards end to end before a GPU run);
+4. one more layer a command adds: a stage's keys (`commands/stages.py`), or, for a command
+   that reads data offline (reward-debug, the project's tests), the sample data with its own
+   columns while the recipe still names the task's default data (`offline_data_values`);
+5. the offline overrides: `--smoke` (tiny local model, CPU, two steps; the sample data with its
+   own columns while the recipe names the task's default data, which needs the Hub, and your
+   data, columns and labels once you have set your own), so any recipe runs offline; or
+   `--trial` (the same on YOUR data, always: a few steps on the CPU that check your data,
+   prompts and rewards end to end before a GPU run); or `--smoke-distributed` (`make
+   smoke-distributed`: the smoke run that keeps the recipe's checkpointing and DDP settings,
+   `DISTRIBUTED_SMOKE_KEEPS`, so only the model's size and the data shrink);
 6. `use_cpu: true` for commands that only read the recipe (infer, merge, report...), so a GPU
    recipe can be read on a laptop;
 7. the command line (`--learning_rate 1e-5`, any field).
@@ -36,6 +41,7 @@ from typing import NamedTuple
 
 from . import backends
 from .errors import UserError
+from .preflight import PROMPTS as PREFLIGHT_PROMPTS
 from .project import Project
 from .project import load as load_project
 
@@ -59,7 +65,8 @@ class ScriptArguments:
     )
     dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
     dataset_test_split: str = field(
-        default="test", metadata={"help": "Held out for evaluation (make evaluate)."}
+        default="test",
+        metadata={"help": "Held out for evaluation (make evaluate; eval during training)."},
     )
     prompt_column: str = field(default="prompt", metadata={"help": "column with the question"})
     answer_column: str = field(default="answer", metadata={"help": "column with the gold answer"})
@@ -72,6 +79,13 @@ class ScriptArguments:
     )
     max_train_samples: int | None = field(
         default=None, metadata={"help": "Use only the first N training rows (quick runs)."}
+    )
+    eval_prompts: int = field(
+        default=32,
+        metadata={
+            "help": "eval during training (eval_strategy: steps): held-out prompts scored "
+            "every eval_steps"
+        },
     )
     reward_funcs: list[str] = field(
         default_factory=list,
@@ -144,13 +158,35 @@ class ScriptArguments:
     adaptive_max_scale: float = field(
         default=4.0, metadata={"help": "Highest weight, as a multiple of the recipe's weight."}
     )
+    # --- signal preflight (preflight.py): sample the base model before the first step ---
+    preflight: bool = field(
+        default=True,
+        metadata={
+            "help": "make train samples the base model first and scores every reward (grpo "
+            "preflight): false skips it"
+        },
+    )
+    preflight_refuse: bool = field(
+        default=True,
+        metadata={
+            "help": "refuse a run whose rewards vary within no group (nothing to learn); false: "
+            "show the table and train anyway"
+        },
+    )
+    preflight_prompts: int = field(
+        default=PREFLIGHT_PROMPTS,
+        metadata={"help": "training prompts the preflight samples (x num_generations each)"},
+    )
     resume: bool = field(
         default=True,
         metadata={"help": "Resume from the last checkpoint in output_dir (--no-resume: fresh)."},
     )
     smoke: bool = field(
         default=False,
-        metadata={"help": "Offline run on the tiny local model, CPU (set by --smoke/--trial)."},
+        metadata={
+            "help": "Offline run on the tiny local model, CPU (set by --smoke, --trial and "
+            "--smoke-distributed)."
+        },
     )
 
 
@@ -165,6 +201,8 @@ SMOKE_OUTPUT_DIR = Path("outputs/smoke")
 # other backend's names) are skipped.
 SMOKE_OVERRIDES: dict[str, object] = {
     "smoke": True,
+    # A smoke run proves the pipeline on a random model, which has no signal to check.
+    "preflight": False,
     "model_name_or_path": str(TINY_MODEL_DIR),
     "max_train_samples": 16,
     "output_dir": str(SMOKE_OUTPUT_DIR),
@@ -189,6 +227,10 @@ SMOKE_OVERRIDES: dict[str, object] = {
     "num_generations": 4,
     "max_completion_length": 16,
     "max_prompt_tokens": 1024,
+    # A recipe that evaluates during training does so on 4 held-out prompts, at step 2.
+    "eval_prompts": 4,
+    "eval_steps": 2,
+    "per_device_eval_batch_size": 4,
     "logging_steps": 1,
     "save_strategy": "no",
     "report_to": "none",
@@ -211,9 +253,30 @@ def sample_data_values(project: Project) -> dict:
     return {**task.data.recipe_values(), **sample, "dataset_name": task.data.sample}
 
 
-def smoke_values(project: Project, fields: set[str]) -> dict:
-    """The smoke layer: the sample data and the overrides above."""
-    values = {**sample_data_values(project), **SMOKE_OVERRIDES, **project.task.smoke}
+def names_default_data(project: Project, values: Mapping[str, object]) -> bool:
+    """Whether recipe values (the layers merged so far) still name the task's default data: its
+    dataset (`DataDefaults.dataset_name`, what the generated recipe writes) or the shipped sample
+    itself. A recipe naming other data (configs/local.yaml: your file, your Hub dataset) is
+    yours, with your columns, labels and schema."""
+    data = project.task.data
+    name = str(values.get("dataset_name") or data.dataset_name)
+    if name == data.dataset_name:
+        return values.get("dataset_config", data.dataset_config) == data.dataset_config
+    sample = project.root / data.sample
+    return (project.root / name).resolve() == sample.resolve()
+
+
+def offline_data_values(project: Project, values: Mapping[str, object]) -> dict:
+    """The data an offline command reads (smoke runs, reward-debug, the project's tests): the
+    shipped sample with its own columns while `values` name the task's default data (which needs
+    the Hub); your data mapping, unchanged, once you have set your own."""
+    return sample_data_values(project) if names_default_data(project, values) else {}
+
+
+def smoke_values(project: Project, fields: set[str], below: Mapping[str, object]) -> dict:
+    """The smoke layer: the overrides above, on the sample data while the recipe (`below`: the
+    layers under this one) names the task's default data, else on the recipe's own data."""
+    values = {**offline_data_values(project, below), **SMOKE_OVERRIDES, **project.task.smoke}
     return {key: value for key, value in values.items() if key in fields}
 
 
@@ -227,13 +290,124 @@ TRIAL_OVERRIDES: dict[str, object] = {
 }
 
 
-def trial_values(project: Project, fields: set[str]) -> dict:
+def trial_values(project: Project, fields: set[str], below: Mapping[str, object]) -> dict:
     """The trial layer: the smoke overrides on the recipe's own data mapping (yours)."""
     values = {**SMOKE_OVERRIDES, **project.task.smoke, **TRIAL_OVERRIDES}
     return {key: value for key, value in values.items() if key in fields}
 
 
-OFFLINE_LAYERS = {"smoke": smoke_values, "trial": trial_values}
+# --- the distributed smoke layer (`--smoke-distributed`, `make smoke-distributed`) -------------
+
+SMOKE_DISTRIBUTED_OUTPUT_DIR = Path("outputs/smoke-distributed")
+# What the distributed smoke run keeps from the recipe: how the backward pass is recomputed and
+# whether DDP searches for parameters without a gradient. Together they decide whether DDP's
+# reducer finishes (full fine-tuning of a checkpoint with a vision tower under checkpointing
+# fails at step 2 without the search, issue 27), so the CPU run must use the recipe's own.
+DISTRIBUTED_SMOKE_KEEPS = (
+    "activation_checkpointing",
+    "gradient_checkpointing",
+    "ddp_find_unused_parameters",
+)
+
+
+def smoke_distributed_values(
+    project: Project, fields: set[str], below: Mapping[str, object]
+) -> dict:
+    """The distributed smoke layer: the smoke layer without `DISTRIBUTED_SMOKE_KEEPS` (the
+    recipe's values stand), into its own output folder."""
+    values = smoke_values(project, fields, below)
+    kept = {key: value for key, value in values.items() if key not in DISTRIBUTED_SMOKE_KEEPS}
+    return {**kept, "output_dir": str(SMOKE_DISTRIBUTED_OUTPUT_DIR)}
+
+
+# The offline layers by flag (`--smoke`, `--trial`, `--smoke-distributed`): at most one applies.
+OFFLINE_LAYERS = {
+    "smoke": smoke_values,
+    "trial": trial_values,
+    "smoke-distributed": smoke_distributed_values,
+}
+# What each one runs, for the error that refuses two of them together.
+OFFLINE_PURPOSES = {
+    "smoke": "the sample data",
+    "trial": "your data",
+    "smoke-distributed": "make smoke-distributed",
+}
+
+
+def tokenizer_data(recipe: Recipe) -> Path:
+    """The data file the tiny offline model's tokenizer learns (so prompts tokenize compactly):
+    the recipe's data when it is a local file (the sample, or yours), else the task's sample."""
+    from .rows import is_local
+
+    name = recipe.script.dataset_name
+    if is_local(name) and (recipe.project.root / name).is_file():
+        return recipe.project.root / name
+    return recipe.project.root / recipe.project.task.data.sample
+
+
+# --- sampling the importance-sampling correction cannot correct -------------------------------
+
+# vLLM returns log-probs after its logits processing (TRL asks for `processed_logprobs`): with
+# truncated or penalised sampling they are those of another distribution than the trainer's,
+# which recomputes them over the full vocabulary at the recipe's temperature. The ratio TRL's
+# importance-sampling correction (and its off-policy mask) takes is then biased by the kept
+# probability mass of every token (huggingface/trl#6789, open in TRL 1.16; TRL's proposed
+# check, huggingface/trl#6880, warns). These values leave vLLM's distribution as it is.
+NEUTRAL_SAMPLING: dict[str, object] = {
+    "top_p": 1.0,
+    "top_k": 0,
+    "min_p": None,
+    "repetition_penalty": 1.0,
+}
+
+
+def _neutral(key: str, value) -> bool:
+    if key == "top_k":
+        return value in (None, 0, -1)  # vLLM: -1 (or 0) is "off"
+    if key == "min_p":
+        return value in (None, 0, 0.0)
+    return value == NEUTRAL_SAMPLING[key]
+
+
+def sampling_bias(training, vllm: bool | None = None) -> list[tuple[str, object]]:
+    """The sampling settings that bias the vLLM importance-sampling ratio, as (field, value):
+    top_p/top_k/min_p/repetition_penalty away from `NEUTRAL_SAMPLING`, and a temperature in
+    `generation_kwargs` other than the trainer's (`temperature`, which the trainer divides the
+    logits by). Empty unless vLLM generates (`vllm`: default `use_vllm`; the Unsloth backend's
+    `fast_inference` turns it on too) and its log-probs are used (the correction, or TRL's
+    off-policy mask)."""
+    on = training.use_vllm if vllm is None else vllm
+    used = training.vllm_importance_sampling_correction or (
+        getattr(training, "off_policy_mask_threshold", None) is not None
+    )
+    if not (on and used):
+        return []
+    overrides = training.generation_kwargs if isinstance(training.generation_kwargs, dict) else {}
+    found = []
+    for key in NEUTRAL_SAMPLING:
+        value = overrides.get(key, getattr(training, key, NEUTRAL_SAMPLING[key]))
+        if not _neutral(key, value):
+            found.append((key if key not in overrides else f"generation_kwargs.{key}", value))
+    temperature = overrides.get("temperature", training.temperature)
+    if temperature != training.temperature:
+        found.append(("generation_kwargs.temperature", temperature))
+    return found
+
+
+def sampling_bias_message(found: list[tuple[str, object]], origins: Mapping[str, str]) -> str:
+    """The one-line warning for `sampling_bias`'s findings, naming where each value is set."""
+    listed = ", ".join(
+        f"{key}={value!r} ({origins.get(key.split('.')[0], 'the recipe')})" for key, value in found
+    )
+    return (
+        f"recipe: {listed} with vLLM and its importance-sampling correction: vLLM's log-probs are "
+        "those of the truncated or reshaped distribution, the trainer's of the full one, so the "
+        "correction's ratio is biased by the probability mass sampling cuts off, per token "
+        "(huggingface/trl#6789; the sequence-level modes multiply it over the completion). Fix: "
+        "train with top_p: 1.0, top_k: 0, min_p: null, repetition_penalty: 1.0 and no "
+        "temperature in generation_kwargs (sample as you like in make evaluate / make infer), "
+        "or set vllm_importance_sampling_correction: false"
+    )
 
 
 class Recipe(NamedTuple):
@@ -248,10 +422,16 @@ class Recipe(NamedTuple):
 
     def reward_settings(self) -> dict:
         """What parameterised rewards take from the recipe (bound by `rewards.resolve`)."""
-        return {
-            "max_completion_length": self.training.max_completion_length,
-            **self.project.task.reward_settings(self.task),
-        }
+        return reward_settings(self.project, self.task, self.training.max_completion_length)
+
+
+def reward_settings(project: Project, task_args, max_completion_length: int) -> dict:
+    """The settings parameterised rewards take: the completion budget and the task's own (its
+    `reward_settings` of the task arguments). Also what an exported reward file rebuilds."""
+    return {
+        "max_completion_length": max_completion_length,
+        **project.task.reward_settings(task_args),
+    }
 
 
 def recipe_parser(project: Project):
@@ -262,8 +442,9 @@ def recipe_parser(project: Project):
     return TrlParser(
         (*types, GRPOConfig, ModelConfig),
         prog=Path(sys.argv[0]).name if sys.argv and sys.argv[0] else None,
-        description="Recipe options: --config PATH (default configs/grpo.yaml), --smoke or "
-        "--trial, and any recipe field below (--learning_rate 1e-5 ...), over the recipe.",
+        description="Recipe options: --config PATH (default configs/grpo.yaml), --smoke, "
+        "--trial or --smoke-distributed, and any recipe field below (--learning_rate 1e-5 "
+        "...), over the recipe.",
     )
 
 
@@ -289,6 +470,14 @@ def _mapping(path: Path) -> dict:
     return values
 
 
+def _merged(layers: Sequence[Layer]) -> dict:
+    """The values of `layers` merged, later ones winning (what the layers below a layer say)."""
+    merged: dict[str, object] = {}
+    for layer in layers:
+        merged.update(layer.values)
+    return merged
+
+
 def uses_local(path: Path) -> bool:
     """Whether `configs/local.yaml` applies: it does on top of the generated recipe."""
     return LOCAL_RECIPE.is_file() and path.resolve() == DEFAULT_RECIPE.resolve()
@@ -302,8 +491,11 @@ def recipe_layers(
     extra: Layer | None = None,
     offline: str | None = None,
     read_only: bool = False,
+    offline_data: bool = False,
 ) -> list[Layer]:
-    """The layers below the command line, lowest precedence first (see the module docstring)."""
+    """The layers below the command line, lowest precedence first (see the module docstring).
+    `offline_data`: a command that reads data offline (reward-debug, the project's tests) reads
+    the sample while the recipe names the task's default data (`offline_data_values`)."""
     defaults = project.task.recipe_defaults()
     layers = [Layer(f"the {project.task.name} task's defaults (task.py)", defaults)]
     if config is not None:
@@ -312,23 +504,35 @@ def recipe_layers(
             layers.append(Layer(str(LOCAL_RECIPE), _mapping(LOCAL_RECIPE)))
     if extra is not None:
         layers.append(extra)
+    if offline_data:
+        below = _merged(layers)
+        source = (
+            f"the sample data ({project.task.data.sample}, its own columns)"
+            if names_default_data(project, below)
+            else "your data"
+        )
+        layers.append(Layer(source, offline_data_values(project, below)))
     if offline is not None:
-        layers.append(Layer(f"--{offline}", OFFLINE_LAYERS[offline](project, fields)))
+        values = OFFLINE_LAYERS[offline](project, fields, _merged(layers))
+        layers.append(Layer(f"--{offline}", values))
     if read_only:
         layers.append(Layer("reading the recipe", {"use_cpu": True}))
     return layers
 
 
 def _split_arguments(argv: Sequence[str]) -> tuple[Path | None, str | None, list[str]]:
-    """(--config path, --smoke/--trial, the remaining arguments: field overrides)."""
+    """(--config path, the offline layer's flag: smoke, trial or smoke-distributed, the
+    remaining arguments: field overrides)."""
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("--config", type=Path, default=None)
-    pre.add_argument("--smoke", action="store_true")
-    pre.add_argument("--trial", action="store_true")
+    for flag in OFFLINE_LAYERS:
+        pre.add_argument(f"--{flag}", action="store_true", dest=flag)
     known, rest = pre.parse_known_args(list(argv))
-    if known.smoke and known.trial:
-        raise UserError("--smoke (the sample data) and --trial (your data) exclude each other")
-    offline = "smoke" if known.smoke else "trial" if known.trial else None
+    given = [flag for flag in OFFLINE_LAYERS if getattr(known, flag)]
+    if len(given) > 1:
+        named = " and ".join(f"--{flag} ({OFFLINE_PURPOSES[flag]})" for flag in given)
+        raise UserError(f"{named} exclude each other: pass one")
+    offline = given[0] if given else None
     config = known.config
     if config is None and DEFAULT_RECIPE.is_file():
         config = DEFAULT_RECIPE
@@ -350,7 +554,8 @@ def add_recipe_options(parser: argparse.ArgumentParser) -> None:
     offline.add_argument(
         "--smoke",
         action="store_true",
-        help=f"the smoke run's recipe (tiny model, sample data, {SMOKE_OUTPUT_DIR})",
+        help=f"the smoke run's recipe (tiny model, {SMOKE_OUTPUT_DIR}; the sample data while "
+        "the recipe names the task's default data, else yours)",
     )
     offline.add_argument(
         "--trial",
@@ -364,11 +569,13 @@ def recipe_from(
     overrides: Sequence[str],
     read_only: bool,
     project: Project | None = None,
+    extra: Layer | None = None,
 ) -> Recipe:
-    """The recipe named by `add_recipe_options`' arguments, with the field overrides."""
+    """The recipe named by `add_recipe_options`' arguments, with the field overrides (and
+    `extra`, one more layer: see `parse_recipe`)."""
     argv = [*(["--config", str(args.config)] if args.config else []), *overrides]
     argv += ["--smoke"] if args.smoke else ["--trial"] if getattr(args, "trial", False) else []
-    return parse_recipe(argv, read_only=read_only, project=project)
+    return parse_recipe(argv, extra=extra, read_only=read_only, project=project)
 
 
 def parse_recipe(
@@ -377,14 +584,20 @@ def parse_recipe(
     extra: Layer | None = None,
     read_only: bool = False,
     project: Project | None = None,
+    offline_data: bool = False,
 ) -> Recipe:
     """The typed recipe of a command: the layers merged, then the command line on top.
 
-    `argv` holds `--config PATH`, `--smoke`/`--trial` and field overrides (`--max_steps 10`);
-    `extra` is one more layer above local.yaml (a stage's keys, the sample data); `read_only`
-    is for commands that read the recipe without training (a GPU recipe parses on any machine);
-    `project` defaults to the one in the current folder (`project.load`).
+    `argv` holds `--config PATH`, one offline flag (`--smoke`, `--trial` or
+    `--smoke-distributed`, see `OFFLINE_LAYERS`) and field overrides (`--max_steps 10`);
+    `extra` is one more layer above local.yaml (a stage's keys); `read_only` is for commands
+    that read the recipe without training (a GPU recipe parses on any machine); `offline_data`
+    for commands that read data offline (the sample while the recipe names the task's default
+    data, see `offline_data_values`); `project` defaults to the one in the current folder
+    (`project.load`). A recipe that trains is checked for sampling that biases vLLM's
+    importance-sampling correction (`sampling_bias`: a warning naming the file that sets it).
     """
+    import logging
     import os
 
     project = project or load_project()
@@ -394,8 +607,15 @@ def parse_recipe(
     parser = recipe_parser(project)
     fields = {f.name for t in parser.dataclass_types for f in dataclasses.fields(t)}
     merged: dict[str, object] = {}
+    origins: dict[str, str] = {}  # field: the layer that set it last
     layers = recipe_layers(
-        config, project=project, fields=fields, extra=extra, offline=offline, read_only=read_only
+        config,
+        project=project,
+        fields=fields,
+        extra=extra,
+        offline=offline,
+        read_only=read_only,
+        offline_data=offline_data,
     )
     for layer in layers:
         values = dict(layer.values)
@@ -409,6 +629,7 @@ def parse_recipe(
         if isinstance(env, dict):  # TRL's `env:` mapping: environment variables for the run
             os.environ.update({str(k): str(v) for k, v in env.items()})
         merged.update(values)
+        origins.update(dict.fromkeys(values, layer.source))
     parser.set_defaults_with_config(**merged)
     try:
         *parsed, unused = parser.parse_args_into_dataclasses(
@@ -428,4 +649,12 @@ def parse_recipe(
             f"recipe: the command line: unknown option(s) {' '.join(unused)}: not a field of the "
             "installed TRL or of this project (a typo? `--help` lists the fields)"
         )
-    return Recipe(*parsed[:5], project=project)
+    recipe = Recipe(*parsed[:5], project=project)
+    if not read_only:
+        vllm = recipe.training.use_vllm or bool(getattr(recipe.backend, "fast_inference", False))
+        found = sampling_bias(recipe.training, vllm)
+        if found:
+            given = {a.split("=")[0][2:] for a in rest if a.startswith("--")}
+            origins.update(dict.fromkeys(given, "the command line"))
+            logging.getLogger(__name__).warning(sampling_bias_message(found, origins))
+    return recipe

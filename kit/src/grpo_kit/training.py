@@ -2,11 +2,17 @@
 and the run around them (`run`).
 
 Order matters for fast failure: the recipe is parsed, the rewards are resolved and the data is
-loaded and checked before the (slow) model load. A run resumes from the last checkpoint in
-`output_dir` unless `--no-resume` is given; SIGINT/SIGTERM save a checkpoint and stop (exit
-130/143), so the same command continues the run. While training, the health monitor warns on
-what the logs show (`output_dir/health.jsonl`); at the end the adapter (or full model), the
-tokenizer, `trainer_state.json` and `run_record.json` are in `output_dir`.
+loaded and checked before the (slow) model load. Before it, the signal preflight (preflight.py,
+`preflight_first`) samples the model on a few prompts and refuses a run whose rewards vary within
+no group (recipe fields `preflight`, `preflight_refuse`, `preflight_prompts`). A run resumes
+from the last checkpoint in `output_dir` unless `--no-resume` is given; SIGINT/SIGTERM save a
+checkpoint and stop (exit 130/143), so the same command continues the run, with the callbacks'
+state of the checkpoint (adaptive reward weights, active health findings). While training, the
+health monitor warns on what the logs show (`output_dir/health.jsonl`); with `eval_strategy:
+steps`, `eval_prompts` held-out prompts are scored every `eval_steps` (`evaluation_prompts`). At
+the end the adapter (or full model), the tokenizer, `trainer_state.json` and `run_record.json`
+are in `output_dir`; a run the health monitor stopped on NaN weights saves no model (its last
+good checkpoint stays).
 """
 
 from __future__ import annotations
@@ -22,6 +28,10 @@ from .errors import Interrupted, ModelError, UserError, hub_hint
 from .recipe import Layer, Recipe, parse_recipe
 
 logger = logging.getLogger(__name__)
+
+# The trainers of a distributed process, kept until `exit_now`: freeing one frees its DDP reducer,
+# whose teardown can hang (see exit_now), so nothing may drop the last reference before it.
+_UNTIL_EXIT: list = []
 
 BuildTrainer = Callable[..., object]  # (recipe, record=None) -> GRPOTrainer
 
@@ -60,15 +70,99 @@ def load_tokenizer(recipe: Recipe):
 
 def training_prompts(recipe: Recipe, tokenizer, record=None):
     """The training rows, checked (file, row and column named on a problem), as chat prompts
-    rendered as TRL will render them; prompts over `max_prompt_tokens` dropped and counted."""
+    rendered as TRL will render them; prompts over `max_prompt_tokens` dropped and counted.
+    When the recipe evaluates during training on rows held out of the training data, those rows
+    are not among them (`split_rows`)."""
     task = recipe.project.task
-    rows = data.load_training_rows(recipe.script, recipe.task, task)
+    rows, _, _ = split_rows(recipe)
     kwargs = recipe.training.chat_template_kwargs  # TRL renders the prompts with them too
     rows, stats = data.prepare(rows, tokenizer, recipe.script, recipe.task, task, kwargs)
     logger.info("training on %d prompts (%d dropped as too long)", stats.kept, stats.dropped)
     if record is not None:
         record.start(recipe.script, rows, stats, recipe.reward_settings())
     return rows
+
+
+def evaluation_prompts(recipe: Recipe, tokenizer, record=None):
+    """GRPOTrainer's `eval_dataset`: `eval_prompts` held-out prompts, prepared like the training
+    ones, when the recipe evaluates during training (TRL's `eval_strategy`: steps or epoch);
+    None when it does not. Every `eval_steps` TRL samples `num_generations_eval` completions
+    per prompt, scores them with the recipe's rewards (the task's metric among them) and logs
+    `eval_reward` and `eval_rewards/<name>/mean` beside the training metrics."""
+    if not evaluates(recipe):
+        return None
+    held, source = split_rows(recipe)[1:]
+    task = recipe.project.task
+    kwargs = recipe.training.chat_template_kwargs
+    rows, stats = data.prepare(held, tokenizer, recipe.script, recipe.task, task, kwargs)
+    source = {**source, "prompts": stats.kept, "dropped_too_long": stats.dropped}
+    logger.info(
+        "evaluating during training on %d held-out prompts (%s)", stats.kept, source["from"]
+    )
+    metric = task.correctness
+    if metric and metric not in recipe.script.reward_funcs:
+        logger.warning(
+            "evaluation during training scores the recipe's rewards: the task's metric %s is "
+            "not among reward_funcs, so only they (and eval_reward) are logged for the "
+            "held-out prompts",
+            metric,
+        )
+    if record is not None:
+        record.evaluation(source)
+    return rows
+
+
+def evaluates(recipe: Recipe) -> bool:
+    """Whether the recipe evaluates during training (TRL's eval_strategy is not "no")."""
+    return getattr(recipe.training, "eval_strategy", "no") != "no"
+
+
+def split_rows(recipe: Recipe):
+    """(training rows, held-out rows or None, where the held-out rows come from or None).
+
+    Without evaluation during training, the held-out rows are None. With it, `eval_prompts`
+    rows: the first of the recipe's `dataset_test_split` for a Hub dataset with a test split of
+    its own; otherwise (a local file, or one split) rows held out of the training data, chosen
+    with the recipe's `seed` and never trained on (`max_train_samples` applies to the rest).
+    Rows are checked as training rows are."""
+    script, task_args, task = recipe.script, recipe.task, recipe.project.task
+    if not evaluates(recipe):
+        return data.load_training_rows(script, task_args, task), None, None
+    wanted = script.eval_prompts
+    if wanted < 1:
+        raise UserError(
+            f"eval_prompts is {wanted}: evaluating during training (eval_strategy "
+            f"{recipe.training.eval_strategy}) needs at least 1 held-out prompt; or set "
+            "eval_strategy: no"
+        )
+    whole = dataclasses.replace(script, max_train_samples=None)
+    own_split = script.dataset_test_split != script.dataset_train_split
+    if own_split and not data.is_local(script.dataset_name):
+        rows = data.load_training_rows(script, task_args, task)
+        held = data.load_training_rows(whole, task_args, task, script.dataset_test_split)
+        held = held.select(range(min(wanted, len(held))))
+        where = f"{script.dataset_name}[{script.dataset_test_split}]"
+        return rows, held, {"from": where, "held_out_of_training_data": False}
+    rows = data.load_training_rows(whole, task_args, task)
+    if wanted >= len(rows):
+        raise UserError(
+            f"eval_prompts is {wanted} but {script.dataset_name} has {len(rows)} rows: holding "
+            "them out for evaluation during training would leave nothing to train on; lower "
+            "eval_prompts, or set eval_strategy: no"
+        )
+    import random
+
+    chosen = set(random.Random(recipe.training.seed).sample(range(len(rows)), wanted))
+    rest = [i for i in range(len(rows)) if i not in chosen]
+    if script.max_train_samples is not None:
+        rest = rest[: script.max_train_samples]
+    source = {
+        "from": f"{wanted} of the {len(rows)} rows of {script.dataset_name} (seed "
+        f"{recipe.training.seed}), not trained on",
+        "held_out_of_training_data": True,
+        "rows": sorted(chosen),
+    }
+    return rows.select(rest), rows.select(sorted(chosen)), source
 
 
 def model_arguments(recipe: Recipe) -> dict:
@@ -188,9 +282,8 @@ def callbacks_for(trainer, recipe, funcs: list) -> list:
         max_completion_length=training_args.max_completion_length,
         max_tool_calling_iterations=training_args.max_tool_calling_iterations,
         correctness=correctness if correctness in script_args.reward_funcs else None,
+        fp16=training_args.fp16,
     )
-    if script_args.smoke:  # the offline run chose its short completions: clipping is expected
-        limits = dataclasses.replace(limits, clipped_max=1.0)
     output_dir = training_args.output_dir
     found = [HealthMonitor(limits, output_dir, script_args.health_stop_on_fatal)]
     if script_args.adaptive_reward_weights:
@@ -217,6 +310,39 @@ def end(trainer) -> None:
 
 # --- the run ------------------------------------------------------------------------------------
 
+PREFLIGHT_REPORT = "preflight.md"  # in output_dir: the table the run started with
+
+
+def preflight_first(recipe: Recipe, checkpoint: str | None) -> None:
+    """The signal preflight (preflight.py) before the model loads for training: the table,
+    printed and written to `output_dir/preflight.md`, then, for a recipe whose rewards vary
+    within no group, one `NoSignal` error with the advice (`preflight_refuse: false`: a warning,
+    and the run trains anyway). Skipped when the recipe says `preflight: false` (the offline
+    runs' layer does: a random model has no signal to check), when the run resumes (it began
+    from this model already), and in a distributed run (every process would sample the model:
+    run `make preflight` before `make launch`)."""
+    from pathlib import Path
+
+    from . import preflight
+
+    if not recipe.script.preflight:
+        return
+    if checkpoint:
+        logger.info("preflight: skipped, the run resumes from %s", checkpoint)
+        return
+    if recipe.training.world_size > 1:
+        logger.info(
+            "preflight: skipped in a distributed run (each process would sample the model); "
+            "run make preflight (grpo preflight) before launching"
+        )
+        return
+    signal = preflight.check(recipe, load_tokenizer(recipe))
+    print(preflight.report(signal, Path(recipe.training.output_dir) / PREFLIGHT_REPORT), flush=True)
+    if recipe.script.preflight_refuse:
+        preflight.refuse(signal)
+    elif not signal.learns:
+        logger.warning("preflight: %s; training anyway (preflight_refuse: false)", signal.verdict())
+
 
 def default_build_trainer(recipe: Recipe, record=None):
     """The project's own `build_trainer` (its train.py), else the starter script's."""
@@ -234,9 +360,11 @@ def run(
     """Parse the recipe (with a stage's layer, from commands/stages.py), build the trainer with
     `build_trainer` (default: the project's), train (resuming from the last checkpoint), save;
     returns the trainer. `prepare(trainer)` runs before training (the smoke run's steering)."""
-    from .callbacks.health import HealthMonitor
+    from pathlib import Path
+
+    from .callbacks.health import HEALTH_LOG, NON_FINITE, HealthMonitor, fired, read_events
     from .callbacks.run_record import RunRecord
-    from .callbacks.stopping import StopOnSignal
+    from .callbacks.stopping import StopOnSignal, stop_status
 
     argv = list(sys.argv[1:] if argv is None else argv)
     recipe = parse_recipe(argv, extra=stage, project=project)
@@ -251,6 +379,8 @@ def run(
             training_args.max_steps,
             training_args.output_dir,
         )
+    checkpoint = last_checkpoint(training_args.output_dir) if recipe.script.resume else None
+    preflight_first(recipe, checkpoint)
     build = build_trainer or default_build_trainer
     try:
         trainer = build(recipe, record)
@@ -259,17 +389,30 @@ def run(
         if recipe.script.reward_model and recipe.script.reward_model in str(err):
             name = recipe.script.reward_model
         raise ModelError(hub_hint(name, err)) from err
+    except ValueError as err:
+        if evaluates(recipe) and "eval_dataset" in str(err):
+            raise UserError(
+                f"the recipe evaluates during training (eval_strategy "
+                f"{recipe.training.eval_strategy}) but the train script passes no eval_dataset: "
+                "add `eval_dataset=training.evaluation_prompts(recipe, tokenizer, record),` to "
+                "GRPOTrainer(...) in your train.py (the kit's starter has it), or set "
+                "eval_strategy: no"
+            ) from err
+        raise
+    if training_args.world_size > 1:
+        _UNTIL_EXIT.append(trainer)
     if prepare is not None:
         prepare(trainer)
-    checkpoint = last_checkpoint(training_args.output_dir) if recipe.script.resume else None
     logger.info("training processes: %d", training_args.world_size)
     if checkpoint:
         logger.info("resuming from %s", checkpoint)
     stopper = StopOnSignal()
     trainer.add_callback(stopper)
     trainer.train(resume_from_checkpoint=checkpoint)
+    health = fired(read_events(Path(training_args.output_dir) / HEALTH_LOG))
     if stopper.received:
-        record.finish(trainer.state, f"stopped by {stopper.received.name}", checkpoint)
+        status = stop_status(stopper.received)
+        record.finish(trainer.state, status, checkpoint, health)
         logger.warning(
             "stopped at step %d; the checkpoint is in %s: run the same command to resume",
             trainer.state.global_step,
@@ -277,14 +420,19 @@ def run(
         )
         end(trainer)
         raise Interrupted(stopper.exit_code)
-    trainer.save_model(training_args.output_dir)
-    trainer.save_state()
     monitors = [c for c in trainer.callback_handler.callbacks if isinstance(c, HealthMonitor)]
-    fatal = sorted(c for m in monitors for c, f in m.active.items() if f.severity == "fatal")
-    stopped = recipe.script.health_stop_on_fatal and fatal
-    status = f"stopped by the health check ({', '.join(fatal)})" if stopped else "finished"
-    record.finish(trainer.state, status, checkpoint)
-    logger.info("saved the trained model to %s", training_args.output_dir)
+    stopped = sorted({check for m in monitors for check in m.stopped_on})
+    if NON_FINITE in stopped:  # the weights are not finite: nothing worth saving as the model
+        logger.error(
+            "not saving the model: its weights are not finite; the last checkpoint before it "
+            "is %s", last_checkpoint(training_args.output_dir) or "none",
+        )  # fmt: skip
+    else:
+        trainer.save_model(training_args.output_dir)
+        logger.info("saved the trained model to %s", training_args.output_dir)
+    trainer.save_state()
+    status = f"stopped by the health check ({', '.join(stopped)})" if stopped else "finished"
+    record.finish(trainer.state, status, checkpoint, health)
     end(trainer)
     return trainer
 
@@ -294,10 +442,17 @@ def main(build_trainer: BuildTrainer | None = None, argv: Sequence[str] | None =
     exits without the interpreter's teardown (`exit_now`)."""
     from .runner import run as run_command
 
-    code = run_command(lambda args: run(build_trainer, args), argv)
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        exit_now(code)
-    return code
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return run_command(lambda args: run(build_trainer, args), argv)
+    try:
+        code = run_command(lambda args: run(build_trainer, args), argv)
+    except BaseException:  # a failed step: its traceback, then out while the error holds the
+        import traceback  # trainer (unwinding further would free its DDP reducer: exit_now)
+
+        traceback.print_exc()
+        exit_now(1)
+    exit_now(code)
+    return code  # not reached
 
 
 def exit_now(code: int) -> None:
@@ -307,7 +462,11 @@ def exit_now(code: int) -> None:
     asynchronous all-gather needs the GIL to release its tensor, so the two wait on each other
     forever (seen: one rank of 2 hung at exit in about one CPU run in two, under load; py-spy
     shows ~ProcessGroupGloo in std::thread::join and the worker in ~AsyncAllgatherWork waiting for
-    the GIL). Everything the run writes is written and flushed before this."""
+    the GIL). The same hang met a process whose trainer was freed before this, as `run`'s return
+    value was dropped or an error unwound its frames (seen: the surviving rank of a 2-process smoke
+    run hung in ~Reducer for the gloo timeout), so a distributed run's trainers stay referenced
+    (`_UNTIL_EXIT`) until this ends the process. Everything the run writes is written and flushed
+    before this."""
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -55,11 +55,119 @@ def trainer_model(recipe) -> dict:
     }
     kwargs.update(training.model_init_kwargs or {})
     training.model_init_kwargs = kwargs
+    peft_config = get_peft_config(model_args)
+    if peft_config is not None:
+        name = model_args.model_name_or_path
+        found = model_modules(name, training.trust_remote_code, model_args.model_revision)
+        if found is not None:
+            peft_config.target_modules = lora_targets(peft_config.target_modules, *found, name)
     return {
         "model": model_args.model_name_or_path,
-        "peft_config": get_peft_config(model_args),
+        "peft_config": peft_config,
         "quantization_config": get_quantization_config(model_args),
     }
+
+
+# --- LoRA targets for the model actually loaded ---------------------------------------------------
+
+ALL_LINEAR = "all-linear"  # PEFT's shorthand: every linear layer but the output head
+# Submodules of a vision-language (or audio) checkpoint that LoRA must not reach.
+TOWERS = ("visual", "vision_tower", "vision_model", "audio_tower", "multi_modal_projector",
+          "embed_vision", "embed_audio")  # fmt: skip
+LANGUAGE_MODEL = "language_model"
+
+
+def model_modules(name: str, trust_remote_code: bool = False, revision: str | None = None):
+    """(class name, {module name: is nn.Linear}) of the model `name` as TRL will load it (the
+    class of its `config.architectures`), built on the meta device: no weights are read. None
+    when its config cannot be read here (TRL's own load then says why)."""
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig
+
+    from ..generation import class_for_config
+
+    try:
+        config = AutoConfig.from_pretrained(
+            name, trust_remote_code=trust_remote_code, revision=revision
+        )
+        cls = class_for_config(config)
+        with init_empty_weights():
+            model = cls._from_config(config)
+    except Exception as err:  # noqa: BLE001 - a check that cannot be made leaves the recipe as is
+        logger.debug("LoRA targets: cannot build %s on the meta device (%s)", name, err)
+        return None
+    return type(model).__name__, linear_modules(model)
+
+
+def linear_modules(model) -> dict[str, bool]:
+    """{module name: whether it is a linear layer} of a loaded (or meta) model."""
+    import torch
+
+    return {n: isinstance(m, torch.nn.Linear) for n, m in model.named_modules() if n}
+
+
+def matches(targets, module: str) -> bool:
+    """Whether LoRA `targets` (a regex string, or module name suffixes) select `module`, as PEFT
+    selects them."""
+    import re
+
+    if targets is None or targets == ALL_LINEAR:
+        return True
+    if isinstance(targets, str):
+        return re.fullmatch(targets, module) is not None
+    return any(module == t or module.endswith(f".{t}") for t in targets)
+
+
+def fits(targets, modules: dict[str, bool]) -> bool:
+    """Whether LoRA targets were written for this model: a regex selects one of its linear
+    layers; each name of a list selects one (names of another family's layers, e.g. Phi's
+    qkv_proj on Qwen, mean the list is that family's); neither may select a layer of a vision
+    or audio tower."""
+    if targets is None or targets == ALL_LINEAR:
+        return True
+    linear = [name for name, is_linear in modules.items() if is_linear]
+    if any(matches(targets, name) for name in linear if in_tower(name)):
+        return False  # a vision or audio tower is never adapted
+    if isinstance(targets, str):
+        return any(matches(targets, name) for name in linear)
+    return all(any(matches([target], name) for name in linear) for target in targets)
+
+
+def in_tower(name: str) -> bool:
+    return any(part in TOWERS for part in name.split("."))
+
+
+def fallback_targets(modules: dict[str, bool]):
+    """LoRA targets for a model the recipe's pattern does not fit: `all-linear` for a text
+    model; for a multimodal one, every linear layer of its language model (a regex, as the
+    catalog writes them), never the vision or audio towers."""
+    import re
+
+    towered = any(in_tower(name) for name in modules)
+    if not towered:
+        return ALL_LINEAR
+    leaves = sorted(
+        {name.rsplit(".", 1)[-1] for name, linear in modules.items()
+         if linear and f"{LANGUAGE_MODEL}." in f"{name}." and not name.endswith("lm_head")}
+    )  # fmt: skip
+    if not leaves:
+        return ALL_LINEAR
+    return rf".*{LANGUAGE_MODEL}.*\.({'|'.join(re.escape(leaf) for leaf in leaves)})"
+
+
+def lora_targets(targets, class_name: str, modules: dict[str, bool], name: str):
+    """The recipe's LoRA targets when they fit the model being loaded (`fits`), else
+    `fallback_targets`, said in one line (the recipe names the targets of the model the project
+    was generated for; `--model_name_or_path` may load another family)."""
+    if fits(targets, modules):
+        return targets
+    chosen = fallback_targets(modules)
+    logger.warning(
+        "LoRA targets: the recipe's lora_target_modules %s select no layer of %s (%s); using %s "
+        "(set lora_target_modules in configs/local.yaml to choose)",
+        targets if isinstance(targets, str) else list(targets), name, class_name, chosen,
+    )  # fmt: skip
+    return chosen
 
 
 def check_trainer(trainer) -> None:

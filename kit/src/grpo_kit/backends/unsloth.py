@@ -99,7 +99,8 @@ def trainer_model(recipe) -> dict:
         raise ModelError(hub_hint(name, err)) from err
     # A string is one regex (e.g. only the language model of a multimodal model), a list names
     # module leaves; Unsloth takes both as they are (a regex wrapped in a list matches nothing).
-    targets = model_args.lora_target_modules
+    # Targets written for another family than the model loaded are replaced (one line says so).
+    targets = unsloth_targets(model_args.lora_target_modules, model, name)
     model = FastLanguageModel.get_peft_model(
         model,
         r=model_args.lora_r,
@@ -113,6 +114,20 @@ def trainer_model(recipe) -> dict:
         random_state=training.seed,
     )
     return {"model": model}
+
+
+def unsloth_targets(targets, model, name: str):
+    """The recipe's LoRA targets for the model Unsloth loaded (backends/transformers.py
+    `lora_targets`), with `all-linear` spelled out as the names of its linear layers (Unsloth
+    takes names or one regex)."""
+    from .transformers import ALL_LINEAR, linear_modules, lora_targets
+
+    modules = linear_modules(model)
+    chosen = lora_targets(targets, type(model).__name__, modules, name)
+    if chosen != ALL_LINEAR or targets == ALL_LINEAR:
+        return chosen
+    leaves = {n.rsplit(".", 1)[-1] for n, linear in modules.items() if linear}
+    return sorted(leaves - {"lm_head"})
 
 
 def check_trainer(trainer) -> None:

@@ -8,13 +8,19 @@ the trained one.
     make evaluate ARGS="--smoke"                        # tiny model, sample data, offline
 
 The metric is the task's own (accuracy, test pass rate, schema validity and field F1, label
-accuracy), computed by the same reward functions training uses, on one completion per prompt
-decoded with the model card's recommended sampling ([tool.grpo] recommended_sampling; greedy
-when there is none, or with `--greedy`; `--temperature/--top-p/--top-k` change it). `--pass-k K`
-adds pass@K: the share of prompts where at least one of K sampled completions is fully right.
-Sampling is seeded (`--seed`), so a rerun gives the same numbers on the same machine. Writes
-`predictions.jsonl` and `report.md` (the before/after table, naming the decoding) to
-`--output-dir` (default: `<model>/eval`).
+accuracy), computed by the same reward functions training uses, on one completion per prompt;
+beside it, format compliance: the share of completions at the top of each format reward of the
+recipe. The base model is `--base`, else the model the run trained from (its run record, found
+in the run's folder for a checkpoint-N or merged folder too: a `make try` run is compared with
+its own model, offline), else the recipe's. Completions are decoded with the model card's
+recommended sampling when the model is the project's own ([tool.grpo] recommended_sampling),
+with another model's own generation_config.json sampling, else greedily (`--greedy`,
+`--temperature/--top-p/--top-k` change it). `--pass-k K` adds pass@K: the share of prompts
+where at least one of K sampled completions is fully right. Sampling is seeded (`--seed`), so a
+rerun gives the same numbers on the same machine. The report says whether the prompts were held
+out (compared with the run record's training data, else the recipe's own). Writes
+`predictions.jsonl`, `report.md` (the before/after tables, naming the decoding) and
+`summary.json` to `--output-dir` (default: `<model>/eval`).
 """
 
 from __future__ import annotations
@@ -24,16 +30,20 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
-from ..callbacks.run_record import RECORD
 from ..errors import UserError
 from ..generation import (
+    MODEL_HINT,
     Decoding,
     add_decoding_options,
     decoding_from,
     generate,
     load_model_for_inference,
     load_tokenizer_for,
+    origin_of,
+    run_record_of,
+    trained_from,
 )
 from ..project import Project
 from ..project import load as load_project
@@ -50,7 +60,11 @@ def parse_args(argv: Sequence[str] | None, project: Project):
         epilog="Other options are recipe overrides, e.g. --dataset_name data/my_eval.jsonl.",
     )
     parser.add_argument("--model", type=Path, help="trained model: output_dir, adapter or merged")
-    parser.add_argument("--base", help="base model (default: the recipe's model_name_or_path)")
+    parser.add_argument(
+        "--base",
+        help="base model (default: the one the run trained from, per its run record; else the "
+        "recipe's model_name_or_path)",
+    )
     parser.add_argument("--no-base", action="store_true", help="evaluate the trained model only")
     parser.add_argument("--split", help="dataset split (default: the recipe's dataset_test_split)")
     parser.add_argument("--limit", type=int, default=100, help="prompts to use (default 100)")
@@ -73,8 +87,9 @@ def parse_args(argv: Sequence[str] | None, project: Project):
     return args, overrides
 
 
-def evaluation_rows(recipe, split: str | None, limit: int):
-    """Held-out rows as chat prompts with the columns the metric rewards read."""
+def evaluation_rows(recipe, split: str | None, limit: int, model: str | None = None):
+    """Held-out rows as chat prompts with the columns the metric rewards read, rendered with the
+    tokenizer of `model` (default: the recipe's)."""
     from .. import data
     from ..tokenizer import load_tokenizer
 
@@ -82,25 +97,57 @@ def evaluation_rows(recipe, split: str | None, limit: int):
     split = split or script_args.dataset_test_split
     rows = data.load_training_rows(script_args, task_args, task, split)
     rows = rows.select(range(min(limit, len(rows))))
-    tokenizer = load_tokenizer(recipe.model, recipe.training.trust_remote_code)
+    name = model or recipe.model.model_name_or_path
+    revision = recipe.model.model_revision if name == recipe.model.model_name_or_path else None
+    source = SimpleNamespace(model_name_or_path=name, model_revision=revision)
+    tokenizer = load_tokenizer(source, recipe.training.trust_remote_code)
     kwargs = recipe.training.chat_template_kwargs
     rows, _ = data.prepare(rows, tokenizer, script_args, task_args, task, kwargs)
     return [dict(row) for row in rows]
 
 
-def held_out(recipe, split: str | None, trained: Path) -> bool:
-    """Whether the evaluation data differs from what the model trained on (the run record's
-    data, else the recipe's own training data). A local file has no splits: all of it trained."""
+def held_out(
+    recipe, split: str | None, trained: Path, training_data: tuple[str, str] | None = None
+) -> bool:
+    """Whether the evaluation data differs from what the model trained on: the run record's
+    data (in `trained`, or the run folder above a checkpoint-N or merged folder), else
+    `training_data` (the recipe's own (dataset_name, train split), before command-line
+    overrides), else the recipe's. A local file has no splits: all of it trained."""
     from ..data import is_local
 
-    record = trained / RECORD
-    train = json.loads(record.read_text(encoding="utf-8"))["recipe"] if record.is_file() else {}
-    train_data = train.get("dataset_name", recipe.script.dataset_name)
-    train_split = train.get("dataset_train_split", recipe.script.dataset_train_split)
+    record = run_record_of(trained) or {}
+    train = record.get("recipe", {})
+    own = training_data or (recipe.script.dataset_name, recipe.script.dataset_train_split)
+    train_data = train.get("dataset_name", own[0])
+    train_split = train.get("dataset_train_split", own[1])
     data, split = recipe.script.dataset_name, split or recipe.script.dataset_test_split
     if data != train_data:
         return True
     return not is_local(data) and split != train_split
+
+
+def base_model(args, recipe, trained: Path) -> tuple[str, str]:
+    """(the base model to compare with, where that choice comes from)."""
+    if args.base:
+        return args.base, "--base"
+    parent = trained_from(trained)
+    if parent is not None:
+        return parent, "the model the run trained from, per its run record"
+    return recipe.model.model_name_or_path, "the recipe's model_name_or_path"
+
+
+def format_functions(recipe):
+    """(name, reward) of the recipe's format rewards (Reward.kind "format"), settings bound."""
+    from ..rewards import bind
+
+    task = recipe.project.task
+    kinds = {r.name: r for r in task.rewards if r.kind == "format"}
+    settings = recipe.reward_settings()
+    return [
+        (name, bind(kinds[name].func, settings))
+        for name in recipe.script.reward_funcs
+        if name in kinds
+    ]
 
 
 def metric_functions(task, settings: dict):
@@ -115,14 +162,19 @@ def metric_functions(task, settings: dict):
 CALLS = "calls per episode"  # an agent task's extra figure (not a reward: no pass@K)
 
 
-def pass_k_sampling(decoding: Decoding, recipe) -> Decoding:
+def pass_k_sampling(decoding: Decoding, recipe, model: str | None = None) -> Decoding:
     """What pass@K samples with: the metrics' decoding when it samples; when it is greedy, the
-    model card's sampling, else the recipe's rollout sampling (what GRPO explores with)."""
+    model's own sampling (`Decoding.for_model`: the card's for the project's model), else the
+    recipe's rollout sampling (what GRPO explores with)."""
     if not decoding.greedy:
         return decoding
     training = recipe.training
-    rollouts = Decoding(training.temperature, training.top_p, training.top_k or 0)
-    return Decoding.recommended(recipe.project) or rollouts
+    rollouts = Decoding(
+        training.temperature, training.top_p, training.top_k or 0,
+        source="the recipe's rollout sampling (temperature, top_p, top_k)",
+    )  # fmt: skip
+    own = Decoding.for_model(recipe.project, model)
+    return rollouts if own.greedy else own
 
 
 def completions_for(model_path, rows, args, max_new_tokens: int, decoding, samples: int = 1):
@@ -174,12 +226,26 @@ def mean(values) -> float | None:
     return sum(present) / len(present) if present else None
 
 
+def at_top(func, values) -> float | None:
+    """The share of scored completions at the top of the reward's range."""
+    top = func.reward_range.high if hasattr(func, "reward_range") else 1.0
+    present = [v for v in values if v is not None]
+    return sum(v >= top - 1e-9 for v in present) / len(present) if present else None
+
+
 def evaluate_model(model_path, rows, metrics, args, max_new_tokens) -> tuple[dict, list[dict]]:
-    """Summary {metric: value} and one prediction per row."""
+    """Summary {metric: value} and one prediction per row; the format rewards' compliance goes
+    to `args.format_results[model_path]`."""
     decoded = completions_for(model_path, rows, args, max_new_tokens, args.decoding)
     firsts = [c[0] for c in decoded]
     scores = score(metrics, firsts, rows)
     summary = {label: mean(values) for label, values in scores.items()}
+    formats = getattr(args, "formats", [])
+    format_scores = score(formats, firsts, rows)
+    if formats:
+        args.format_results[str(model_path)] = {
+            name: at_top(func, format_scores[name]) for name, func in formats
+        }
     if args.agent is not None:  # tool calls per episode, beside the metrics
         from ..environments import rollout_calls
 
@@ -187,7 +253,8 @@ def evaluate_model(model_path, rows, metrics, args, max_new_tokens) -> tuple[dic
         summary[CALLS] = mean(scores[CALLS])
     predictions = [
         {"prompt": row["prompt"][-1]["content"], "answer": row.get("answer"), "completion": text,
-         **{label: scores[label][i] for label in scores}}
+         **{label: scores[label][i] for label in scores},
+         **{name: format_scores[name][i] for name in format_scores}}
         for i, (row, text) in enumerate(zip(rows, firsts, strict=True))
     ]  # fmt: skip
     if args.pass_k > 1:
@@ -226,6 +293,10 @@ def report_table(results: dict[str, dict], rows: int, args) -> str:
             f"{rows} prompts of the TRAINING data (not held out: pass held-out data with "
             "--dataset_name FILE, or a Hub split with --split)"
         ]
+    if getattr(args, "held_out_note", ""):
+        notes[0] += f" ({args.held_out_note})"
+    if getattr(args, "base_note", ""):
+        notes.append(f"base: {args.base_note}")
     notes.append(f"metrics decoded: {decoding_note(args.decoding, args.seed, args.project)}")
     if args.pass_k > 1:
         pass_k = decoding_note(args.pass_k_decoding, args.seed, args.project)
@@ -233,15 +304,43 @@ def report_table(results: dict[str, dict], rows: int, args) -> str:
     return "\n".join(lines) + "\n\n" + "".join(f"- {note}\n" for note in notes)
 
 
+def format_table(results: dict[str, dict[str, float | None]]) -> str:
+    """Format compliance per model: the share of completions at the top of each format reward."""
+    names = list(results)
+    rewards = list(next(iter(results.values())))
+    header = ["format reward", *names] + (["change"] if len(names) == 2 else [])
+    lines = ["| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
+    for name in rewards:
+        values = [results[model].get(name) for model in names]
+        cells = [f"{v:.3f}" if v is not None else "n/a" for v in values]
+        if len(values) == 2:
+            cells.append(f"{values[1] - values[0]:+.3f}" if None not in values else "n/a")
+        lines.append("| " + " | ".join([name, *cells]) + " |")
+    return (
+        "\n".join(lines) + "\n\n- format: the share of completions at the top of each "
+        "format reward of the recipe\n"
+    )
+
+
 def decoding_note(decoding: Decoding, seed: int, project: Project) -> str:
-    """How a report's completions were decoded, with what makes them repeatable."""
-    card = Decoding.recommended(project)
-    source = " (the model card's recommendation)" if decoding == card else ""
+    """How a report's completions were decoded (and where that decoding comes from), with what
+    makes them repeatable."""
+    if decoding.source:
+        source = f" ({decoding.source.removeprefix('greedy: ')})"
+        source = "" if decoding.source == "greedy: --greedy" else source
+    else:  # a decoding built without a source: the card's when it has the card's values
+        source = (
+            " (the model card's recommendation)"
+            if decoding == Decoding.recommended(project)
+            else ""
+        )
     seeded = "" if decoding.greedy else f", seed {seed}"
     return f"{decoding.describe()}{source}{seeded}"
 
 
 def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
+    from ..generation import configure_cpu_threads
+    from ..recipe import recipe_from as parse
     from ..training import ensure_offline_model
 
     project = load_project()
@@ -250,45 +349,75 @@ def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
     recipe = recipe_from(args, overrides, read_only=True, project=project)
     args.project = project
     args.chat_template_kwargs = recipe.training.chat_template_kwargs  # as TRL renders prompts
-    args.decoding = decoding_from(args, project)
+    trained = Path(args.model or recipe.training.output_dir)
+    if not trained.exists():
+        raise UserError(
+            f"{trained}: no trained model here: train first (make train, or make try for a CPU "
+            f"trial), or {MODEL_HINT}"
+        )
+    ensure_offline_model(recipe)  # --smoke: the tiny model, built on first use
+    models: dict[str, str] = {}
+    args.base_note = ""
+    if not args.no_base:
+        models["base"], why = base_model(args, recipe, trained)
+        args.base_note = f"`{models['base']}` ({why})"
+    models["trained"] = str(trained)
+    args.decoding = decoding_from(args, project, models.get("base", str(trained)))
     args.agent = None  # an agent task: (environment factories, tool-calling turn cap)
     if task.environments is not None:
         cap = recipe.training.max_tool_calling_iterations
         args.agent = (task.environments(recipe.task), cap)
-    args.pass_k_decoding = pass_k_sampling(args.decoding, recipe) if args.pass_k > 1 else None
+    origin = origin_of(models.get("base", str(trained)))
+    args.pass_k_decoding = (
+        pass_k_sampling(args.decoding, recipe, origin) if args.pass_k > 1 else None
+    )
     logger.info("decoding: %s", decoding_note(args.decoding, args.seed, project))
     max_new_tokens = args.max_new_tokens or recipe.training.max_completion_length
     settings = {**recipe.reward_settings(), "max_completion_length": max_new_tokens}
-    trained = args.model or Path(recipe.training.output_dir)
-    if not Path(trained).exists():
-        raise UserError(f"{trained}: no trained model here; train first or pass --model")
-    models = {} if args.no_base else {"base": args.base or recipe.model.model_name_or_path}
-    models["trained"] = str(trained)
     metrics = metric_functions(task, settings)
-    args.held_out = held_out(recipe, args.split, Path(trained))
+    args.formats = format_functions(recipe)
+    args.format_results = {}
+    own = None
+    args.held_out_note = "compared with the run record's training data"
+    if run_record_of(trained) is None:  # the recipe's own data, without the command line's
+        mine = parse(args, [], read_only=True, project=project).script
+        own = (mine.dataset_name, mine.dataset_train_split)
+        args.held_out_note = (
+            f"no run record in {trained} or its run folder: compared with the recipe's "
+            f"training data, {own[0]}"
+        )
+    args.held_out = held_out(recipe, args.split, trained, own)
     if not args.held_out:
         logger.warning(
             "evaluating on the data the model trained on (%s): the scores are not held out; "
             "pass held-out data with --dataset_name FILE (or --split for a Hub dataset)",
             recipe.script.dataset_name,
         )
-    ensure_offline_model(recipe)  # --smoke: the tiny model, built on first use
-    rows = evaluation_rows(recipe, args.split, args.limit)
+    configure_cpu_threads()
+    rows = evaluation_rows(recipe, args.split, args.limit, models.get("base", str(trained)))
     results, predictions = {}, []
     for name, path in models.items():
         logger.info("evaluating %s (%s) on %d prompts", name, path, len(rows))
         results[name], rows_out = evaluate_model(path, rows, metrics, args, max_new_tokens)
         predictions += [{"model": name, **p} for p in rows_out]
-    out = args.output_dir or Path(trained) / "eval"
+    out = args.output_dir or trained / "eval"
     out.mkdir(parents=True, exist_ok=True)
     with (out / "predictions.jsonl").open("w", encoding="utf-8") as handle:
         for prediction in predictions:
             handle.write(json.dumps(prediction, default=str) + "\n")
     table = report_table(results, len(rows), args)
+    formats = {name: args.format_results[path] for name, path in models.items()
+               if path in args.format_results}  # fmt: skip
+    if formats:
+        table += "\n" + format_table(formats)
     title = f"# Evaluation: {task.name} task\n\n" + "\n".join(
         f"- {name}: `{path}`" for name, path in models.items()
     )
     (out / "report.md").write_text(f"{title}\n\n{table}", encoding="utf-8")
+    summary = {"models": models, "prompts": len(rows), "held_out": args.held_out,
+               "decoding": decoding_note(args.decoding, args.seed, project),
+               "metrics": results, "format": formats}  # fmt: skip
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(table)
     print(f"predictions and report written to {out}")
     return results

@@ -6,15 +6,20 @@ Reads `trainer_state.json` (the run's, or its newest checkpoint's) and writes PN
 reward (total and per function), reward_std and the share of zero-std groups, kl (when beta > 0),
 entropy, completion length, clipped ratio and learning rate (and, for a tool-calling run, tool
 calls per rollout and the share that failed, against the recipe's `max_tool_calling_iterations`),
-plus `report.md`: the metrics at the start, end and best, the health verdicts (the checks of
-`health.py` over the whole run) and, when the run logged completions (`log_completions: true`),
-the best and worst completion of each logged step.
+plus `report.md`: the metrics at the start, end and best; the health table, built from the
+run's `health.jsonl` (exactly the checks that fired during training, each with its steps, whether
+it was still active at the end, and the monitor's advice; a run folder without one gets the
+checks recomputed from the logs, and says so); any NaN or infinite value the logs hold; when the
+run evaluated during training (`eval_strategy: steps`), the held-out metrics beside the training
+ones (`evaluation.png`); and, when the run logged completions (`log_completions: true`), the best
+and worst completion of each logged step.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,7 +30,10 @@ from ..callbacks.health import (
     Limits,
     assess,
     default_limits,
+    fired,
     limits_from,
+    non_finite_values,
+    read_events,
     training_rows,
     uses_tools,
 )
@@ -49,7 +57,9 @@ PLOTS = (
     ("learning_rate.png", "Learning rate", [("learning_rate", "learning rate")]),
 )  # fmt: skip
 TOOL_PLOT = "tool_use.png"
-TOOL_CHECKS = ("no_tool_calls", "tool_call_cap", "tool_failures")
+EVAL_PLOT = "evaluation.png"
+EVAL_REWARD = "eval_reward"  # TRL prefixes the metrics of an evaluation with eval_
+TOOL_CHECKS = ("no_tool_calls", "tool_call_cap", "tool_failures", "tool_budget_cuts")
 SUMMARY_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "kl", "entropy",
                 "completions/mean_length", "completions/clipped_ratio")  # fmt: skip
 
@@ -87,8 +97,18 @@ def find_state(run_dir: Path) -> Path:
 
 
 def series(rows: list[dict], key: str) -> tuple[list[int], list[float]]:
-    points = [(r["step"], r[key]) for r in rows if isinstance(r.get(key), int | float)]
+    """(steps, values) of `key`, finite values only (NaN is reported apart: `non_finite`)."""
+    points = [
+        (r["step"], r[key])
+        for r in rows
+        if isinstance(r.get(key), int | float) and math.isfinite(r[key])
+    ]
     return [p[0] for p in points], [p[1] for p in points]
+
+
+def evaluation_rows(history: list[dict]) -> list[dict]:
+    """The logs of the evaluations during training (TRL's `eval_*` metrics)."""
+    return [row for row in history if EVAL_REWARD in row]
 
 
 def _pyplot():
@@ -100,20 +120,26 @@ def _pyplot():
     return plt
 
 
-def plot(rows: list[dict], out: Path, reward_names: list[str]) -> list[Path]:
+def plot(
+    rows: list[dict], out: Path, reward_names: list[str], evaluated: Sequence[dict] = ()
+) -> list[Path]:
+    """The training plots; `evaluated` (evaluation logs) adds the held-out total reward beside
+    the training one."""
     plt = _pyplot()
     written = []
     per_reward = [(f"rewards/{name}/mean", name) for name in reward_names]
+    held_out = [(EVAL_REWARD, "held-out total (evaluation)")]
     for filename, title, curves in PLOTS:
         if filename == "reward.png":
-            curves = curves + per_reward
-        drawn = [(label, *series(rows, key)) for key, label in curves]
+            curves = curves + per_reward + held_out
+        drawn = [(label, *series([*rows, *evaluated], key)) for key, label in curves]
         drawn = [d for d in drawn if d[1]]
         if not drawn:
             continue  # e.g. kl without beta
         figure, axes = plt.subplots(figsize=(7, 4))
         for label, steps, values in drawn:
-            axes.plot(steps, values, marker="o" if len(steps) < 30 else None, label=label)
+            style = "--" if label.startswith("held-out") else "-"
+            axes.plot(steps, values, style, marker="o" if len(steps) < 30 else None, label=label)
         axes.set(title=title, xlabel="step")
         axes.grid(alpha=0.3)
         if len(drawn) > 1:
@@ -123,6 +149,55 @@ def plot(rows: list[dict], out: Path, reward_names: list[str]) -> list[Path]:
         plt.close(figure)
         written.append(out / filename)
     return written
+
+
+def plot_evaluation(
+    rows: list[dict], evaluated: list[dict], out: Path, metric: str | None
+) -> Path | None:
+    """Held-out evaluation against training: the total reward, and the task's metric (its
+    correctness reward) when the run logged it; None for a run that did not evaluate."""
+    if not evaluated:
+        return None
+    plt = _pyplot()
+    curves = [("training total", rows, "reward"), ("held-out total", evaluated, EVAL_REWARD)]
+    if metric:
+        curves += [
+            (f"training {metric}", rows, f"rewards/{metric}/mean"),
+            (f"held-out {metric}", evaluated, f"eval_rewards/{metric}/mean"),
+        ]
+    figure, axes = plt.subplots(figsize=(7, 4))
+    for label, source, key in curves:
+        steps, values = series(source, key)
+        if steps:
+            dashed = "--" if label.startswith("held-out") else "-"
+            axes.plot(steps, values, dashed, marker="o" if len(steps) < 30 else None, label=label)
+    axes.set(title="Held-out evaluation during training", xlabel="step")
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(out / EVAL_PLOT, dpi=100)
+    plt.close(figure)
+    return out / EVAL_PLOT
+
+
+def evaluation_summary(evaluated: list[dict], record: dict) -> str:
+    """Where the held-out prompts came from and the evaluation metrics, first, last and best."""
+    source = record.get("evaluation") or {}
+    where = source.get("from", "the recipe's held-out prompts")
+    count = source.get("prompts")
+    lines = [
+        f"{len(evaluated)} evaluation(s) during training, on "
+        f"{f'{count} prompts: ' if count is not None else ''}{where}.",
+        "",
+        "| metric | first | last | best |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    keys = [EVAL_REWARD, *(f"eval_rewards/{n}/mean" for n in reward_names(evaluated, "eval_"))]
+    for key in keys:
+        _, values = series(evaluated, key)
+        if values:
+            lines.append(f"| `{key}` | {values[0]:.4g} | {values[-1]:.4g} | {max(values):.4g} |")
+    return "\n".join(lines)
 
 
 def plot_tools(rows: list[dict], out: Path, limits: Limits) -> Path | None:
@@ -176,12 +251,14 @@ def tool_summary(rows: list[dict], limits: Limits) -> str:
     return "\n".join(lines)
 
 
-def reward_names(rows: list[dict]) -> list[str]:
+def reward_names(rows: list[dict], prefix: str = "") -> list[str]:
+    """The rewards logged (`<prefix>rewards/<name>/mean`), in order of appearance."""
     names = []
+    head = f"{prefix}rewards/"
     for row in rows:
         for key in row:
-            if key.startswith("rewards/") and key.endswith("/mean"):
-                name = key[len("rewards/") : -len("/mean")]
+            if key.startswith(head) and key.endswith("/mean"):
+                name = key[len(head) : -len("/mean")]
                 if name not in names:
                     names.append(name)
     return names
@@ -207,15 +284,75 @@ def metric_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def health_table(events: list[dict]) -> str:
+    """The checks that fired during training, from the run's health.jsonl events (`read_events`):
+    exactly those, each with its severity, the steps it was raised at, whether it was still
+    active at the end, and what the monitor said (its advice)."""
+    summary = fired(events)
+    if not summary:
+        return "No health check fired during training (`health.jsonl` holds no raised event)."
+    lines = [
+        "| check | severity | raised | at the end | what it means and what to change |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for check, entry in summary.items():
+        first, last = entry["first_step"], entry["last_step"]
+        steps = f"step {first}" if first == last else f"steps {first}-{last}"
+        times = entry["raised"]
+        raised = f"{times} time{'s' if times != 1 else ''} ({steps})"
+        end = "still active" if entry.get("active") else f"cleared at step {entry['cleared_step']}"
+        message = " ".join(str(entry.get("message") or "").split()).replace("|", "\\|")
+        lines.append(f"| {check} | {entry['severity']} | {raised} | {end} | {message} |")
+    quiet = "Every other check stayed quiet."
+    return "\n".join(lines) + f"\n\n{quiet}"
+
+
+def non_finite_summary(rows: list[dict]) -> str:
+    """The logs that hold NaN or infinite values (empty when none)."""
+    found: dict[str, list] = {}
+    for row in rows:
+        for key in non_finite_values(row):
+            found.setdefault(key, []).append(row.get("step"))
+    if not found:
+        return ""
+    parts = [f"`{key}` at step(s) {', '.join(map(str, steps))}" for key, steps in found.items()]
+    return "**NaN or infinite values in the logs**: " + "; ".join(parts) + "."
+
+
+def health_section(run_dir: Path, rows: list[dict], limits: Limits) -> str:
+    """The health table from health.jsonl; a run folder without one (a monitor older than the
+    `started` event, or none) gets each check recomputed over its logs, labelled as such."""
+    path = run_dir / HEALTH_LOG
+    parts = []
+    if path.is_file():
+        events = read_events(path)
+        raised = sum(1 for e in events if e.get("event") == "raised")
+        parts += [
+            health_table(events),
+            f"{raised} event(s) raised during training (`{HEALTH_LOG}`).",
+        ]
+    else:
+        parts += [
+            f"No `{HEALTH_LOG}` in {run_dir}: the checks below are recomputed from the logs "
+            "with the run's thresholds.",
+            health_verdicts(rows, limits),
+        ]
+    nan = non_finite_summary(rows)
+    return "\n\n".join([*([nan] if nan else []), *parts])
+
+
 def health_verdicts(rows: list[dict], limits: Limits) -> str:
-    """Each check's verdict over the run: the steps where it fired (at most 200 prefixes)."""
+    """Each check's verdict over the run, recomputed from the logs (for a run folder without
+    health.jsonl): the steps where it fired (at most 200 prefixes)."""
     fired: dict[str, list[int]] = {}
     stride = max(1, len(rows) // 200)
     ends = sorted({*range(stride, len(rows) + 1, stride), len(rows)})
     for end in ends:
         for finding in assess(rows[:end], limits):
             fired.setdefault(finding.check, []).append(finding.step)
-    checks = ("reward_std", "kl", "entropy", "clipped_ratio", "plateau", "reward_hacking")
+    checks = ("non_finite", "reward_std", "correctness_spread", "kl", "entropy",
+              "clipped_ratio", "plateau", "reward_hacking", "sampling", "reward_errors",
+              "reward_timeouts")  # fmt: skip
     if uses_tools(rows):
         checks += TOOL_CHECKS
     lines = ["| check | verdict |", "| --- | --- |"]
@@ -244,13 +381,29 @@ def total(row: dict, columns: list[str]) -> float:
     return sum(float(row[c]) for c in columns if isinstance(row.get(c), int | float))
 
 
-def completions_summary(run_dir: Path, names: list[str]) -> str:
-    """Best and worst completion of each logged step (from log_completions' parquet files)."""
+def no_completions(recipe: dict) -> str:
+    """Why the run folder holds no completions, and what to do, as the run's recipe stands."""
+    if recipe.get("log_completions") is True:
+        return (
+            "No completions log, although the run had `log_completions: true` (TRL writes "
+            "completions/*.parquet at each logging step: did the run reach its first log?).\n"
+        )
+    if recipe.get("smoke") is True:
+        return (
+            "No completions log: offline runs (--smoke, --trial) turn `log_completions` off; "
+            "add `--log_completions true` to the command to log them.\n"
+        )
+    return "No completions log (set `log_completions: true` in the recipe to get one).\n"
+
+
+def completions_summary(run_dir: Path, names: list[str], recipe: dict | None = None) -> str:
+    """Best and worst completion of each logged step (from log_completions' parquet files);
+    `recipe`: the run's (its run record's), for the advice when there are none."""
     import pyarrow.parquet as pq
 
     files = sorted((run_dir / "completions").glob("completions_*.parquet"))
     if not files:
-        return "No completions log (set `log_completions: true` in the recipe to get one).\n"
+        return no_completions(recipe or {})
     parts = []
     for path in files:
         table = pq.read_table(path).to_pylist()
@@ -269,14 +422,25 @@ def completions_summary(run_dir: Path, names: list[str]) -> str:
     return "\n".join(parts)
 
 
+def run_record(run_dir: Path) -> dict:
+    """The run's run_record.json ({} when the folder has none, or it is not readable)."""
+    path = run_dir / RECORD
+    if not path.is_file():
+        return {}
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
 def limits_for(run_dir: Path, task) -> Limits:
     """The health thresholds the run used (from its run record), else the defaults."""
     import dataclasses
 
-    record = run_dir / RECORD
-    if not record.is_file():
+    values = run_record(run_dir).get("recipe")
+    if not isinstance(values, dict):
         return default_limits()
-    values = json.loads(record.read_text(encoding="utf-8"))["recipe"]
     names = {f.name for f in dataclasses.fields(ScriptArguments)}
     script = ScriptArguments(**{k: v for k, v in values.items() if k in names})
     correctness = task.correctness
@@ -286,6 +450,7 @@ def limits_for(run_dir: Path, task) -> Limits:
         max_completion_length=values.get("max_completion_length") or 0,
         correctness=correctness if correctness in script.reward_funcs else None,
         max_tool_calling_iterations=values.get("max_tool_calling_iterations"),
+        fp16=bool(values.get("fp16")),
     )
 
 
@@ -296,34 +461,37 @@ def report(argv: Sequence[str] | None = None) -> Path:
         raise UserError(f"{run_dir}: no such run folder (train first, or pass the output_dir)")
     state_path = find_state(run_dir)
     state = json.loads(state_path.read_text(encoding="utf-8"))
-    rows = training_rows(state.get("log_history", []))
+    history = state.get("log_history", [])
+    rows = training_rows(history)
     if not rows:
         raise UserError(f"{state_path}: no training logs yet (logging_steps may exceed the steps)")
+    evaluated = evaluation_rows(history)
     out = args.output_dir or run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
     names = reward_names(rows)
     from ..project import load as load_project
 
-    limits = limits_for(run_dir, load_project().task)
-    images = plot(rows, out, names)
-    tools = plot_tools(rows, out, limits)
-    if tools is not None:
-        images.append(tools)
-    events = run_dir / HEALTH_LOG
-    raised = 0
-    if events.is_file():
-        raised = sum(1 for line in events.read_text().splitlines() if '"raised"' in line)
+    task = load_project().task
+    record = run_record(run_dir)
+    limits = limits_for(run_dir, task)
+    images = plot(rows, out, names, evaluated)
+    extra = (
+        plot_evaluation(rows, evaluated, out, task.correctness),
+        plot_tools(rows, out, limits),
+    )
+    images += [image for image in extra if image is not None]
+    evaluation = ["## Evaluation during training\n\n" + evaluation_summary(evaluated, record)]
+    tools = ["## Tool use\n\n" + tool_summary(rows, limits)] if uses_tools(rows) else []
     summary = "\n\n".join(
         [
             f"# Training report: {run_dir}",
             f"{len(rows)} logged steps, last step {rows[-1]['step']} (from `{state_path}`).",
             "## Metrics\n\n" + metric_table(rows),
-            *(["## Tool use\n\n" + tool_summary(rows, limits)] if tools is not None else []),
-            "## Health\n\n"
-            + health_verdicts(rows, limits)
-            + f"\n\n{raised} event(s) raised during training (`{HEALTH_LOG}`).",
+            *(evaluation if evaluated else []),
+            *tools,
+            "## Health\n\n" + health_section(run_dir, rows, limits),
             "## Plots\n\n" + "\n".join(f"![{p.stem}]({p.name})" for p in images),
-            "## Completions\n\n" + completions_summary(run_dir, names),
+            "## Completions\n\n" + completions_summary(run_dir, names, record.get("recipe")),
         ]
     )
     (out / "report.md").write_text(summary + "\n", encoding="utf-8")

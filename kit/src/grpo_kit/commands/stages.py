@@ -10,6 +10,29 @@ rerun, an interrupted one resumes from its last checkpoint, so the command can s
 again. The usual first stage rewards only the format, so that the correctness reward has
 answers to read in the next one. Each stage trains with the project's `build_trainer` (train.py)
 and merges with its merge script.
+
+A stage with `refilter` first re-runs the difficulty filter (`grpo filter`, commands/filter.py)
+with the model it starts from (the previous stage's), on the stage's recipe, and trains on the
+prompts whose pass rate is still in the band: groups that all pass or all fail teach nothing,
+and what the previous stage learned moves prompts out of the band (TRL samples no replacement
+groups, so this is the between-stages form of dynamic sampling):
+
+    stages:
+      - {name: format, reward_funcs: [strict_format], reward_weights: [1.0], max_steps: 50}
+      - name: correctness
+        refilter: {k: 8, min: 0.1, max: 0.9}     # or `refilter: true` for these defaults
+
+It writes to `<stage folder>/filter/` (pass rates, histogram, `train_filtered.jsonl`); a rerun
+of an interrupted stage reuses that file, so the stage resumes on the same prompts.
+
+A stage with `warmup` is the format warm-up (`grpo warmup`, commands/warmup.py) instead of a GRPO
+stage: a short supervised fine-tune on completions in the task's format, for a model that never
+writes it (`grpo preflight` says so); the next stage starts from its merged model:
+
+    stages:
+      - {name: warmup, warmup: true}             # or {examples: 32, epochs: 3,
+                                                 #     learning_rate: 0.0005, completions: FILE}
+      - {name: format, reward_funcs: [strict_format], reward_weights: [1.0], max_steps: 50}
 """
 
 from __future__ import annotations
@@ -37,8 +60,71 @@ def parse_args(argv: Sequence[str] | None):
         epilog="Other options are recipe overrides applied to every stage.",
     )
     parser.add_argument("stages_file", type=Path, nargs="?", default=Path("configs/stages.yaml"))
-    parser.add_argument("--smoke", action="store_true", help="offline: tiny model, sample data")
+    parser.add_argument(
+        "--smoke", action="store_true", help="offline: tiny model, CPU, the data as smoke reads it"
+    )
     return parser.parse_known_args(argv)
+
+
+STAGE_KEYS = ("name", "refilter", "warmup")  # a stage's own keys; the others are recipe keys
+REFILTER_KEYS = ("k", "min", "max", "limit", "temperature", "max_new_tokens")
+
+
+def refilter_options(path: Path, number: int, value) -> dict | None:
+    """A stage's `refilter` (true, or a mapping of the filter's options), checked, with the
+    filter's defaults filled in; None when the stage does not refilter."""
+    from .filter import DEFAULTS, option_problem
+
+    if value is None or value is False:
+        return None
+    where = f"{path}: stage {number}: refilter"
+    if value is True:
+        value = {}
+    if not isinstance(value, dict):
+        raise UserError(f"{where} is true or a mapping such as {{k: 8, min: 0.1, max: 0.9}}")
+    unknown = sorted(set(value) - set(REFILTER_KEYS))
+    if unknown:
+        raise UserError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; use {', '.join(REFILTER_KEYS)}"
+        )
+    options = {**DEFAULTS, **value}
+    try:
+        problem = option_problem(
+            int(options["k"]), float(options["min"]), float(options["max"]),
+            options.get("limit"), options.get("temperature"),
+        )  # fmt: skip
+    except (TypeError, ValueError):
+        problem = f"numbers expected, got {value}"
+    if problem:
+        raise UserError(f"{where}: {problem.replace('--', '')}")
+    return options
+
+
+WARMUP_KEYS = ("examples", "epochs", "learning_rate", "completions")
+
+
+def warmup_options(path: Path, number: int, value) -> list[str] | None:
+    """A stage's `warmup` (true, or a mapping of the warm-up's options) as `grpo warmup`'s
+    arguments, checked; None when the stage is a GRPO stage."""
+    if value is None or value is False:
+        return None
+    where = f"{path}: stage {number}: warmup"
+    if value is True:
+        value = {}
+    if not isinstance(value, dict):
+        raise UserError(f"{where} is true or a mapping such as {{examples: 32, epochs: 3}}")
+    unknown = sorted(set(value) - set(WARMUP_KEYS))
+    if unknown:
+        known = ", ".join(WARMUP_KEYS)
+        raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; use {known}")
+    try:
+        numbers = [float(value[k]) for k in ("examples", "epochs", "learning_rate") if k in value]
+    except (TypeError, ValueError):
+        numbers = [0.0]
+    if any(not n > 0 for n in numbers):
+        raise UserError(f"{where}: examples, epochs and learning_rate are numbers above 0")
+    return [part for key, item in value.items()
+            for part in (f"--{key.replace('_', '-')}", str(item))]  # fmt: skip
 
 
 def load_stages(path: Path) -> tuple[Path, list[dict]]:
@@ -60,6 +146,13 @@ def load_stages(path: Path) -> tuple[Path, list[dict]]:
         if "output_dir" in stage or ("model_name_or_path" in stage and number > 1):
             raise UserError(f"{path}: stage {number} sets output_dir/model_name_or_path; "
                             "stages chain them themselves")  # fmt: skip
+        stage["refilter"] = refilter_options(path, number, stage.get("refilter"))
+        stage["warmup"] = warmup_options(path, number, stage.get("warmup"))
+        if stage["warmup"] is not None and stage["refilter"] is not None:
+            raise UserError(
+                f"{path}: stage {number}: a warmup stage trains on the task's completions, not "
+                "on refiltered prompts: drop its refilter"
+            )
     return recipe_path, stages
 
 
@@ -85,7 +178,37 @@ def weights_of(folder: Path, project: Project, recipe_args: list[str]) -> Path:
     return merged
 
 
-def stages(argv: Sequence[str] | None = None) -> list[Path]:
+def refilter(
+    folder: Path, stage: Layer, base: list[str], model: Path | None, options: dict, sampler
+) -> Path:
+    """The difficulty filter run for a stage, with the model it starts from (`model`; None: the
+    recipe's) and the stage's keys; returns the filtered data. An interrupted stage's file is
+    reused, so its resumed run trains on the same prompts."""
+    from .filter import FILTERED, filter_prompts
+
+    out = folder / "filter"
+    if (out / FILTERED).is_file():
+        logger.info("%s: the prompts refiltered before, in %s", stage.source, out / FILTERED)
+        return out / FILTERED
+    band_args = [part for key, value in options.items() if value is not None
+                 for part in (f"--{key.replace('_', '-')}", str(value))]  # fmt: skip
+    chain = ["--model_name_or_path", str(model)] if model is not None else []
+    logger.info(
+        "%s: refiltering the prompts with %s (k=%s, keep pass rates %s to %s)",
+        stage.source, model or "the recipe's model", options["k"], options["min"], options["max"],
+    )  # fmt: skip
+    try:
+        return filter_prompts(
+            [*base, *chain, "--output-dir", str(out), *band_args],
+            sampler=sampler, extra=stage, advise=False,
+        )  # fmt: skip
+    except UserError as err:
+        raise UserError(f"{stage.source}: refilter: {err}") from err
+
+
+def stages(argv: Sequence[str] | None = None, sampler=None) -> list[Path]:
+    """Train the stages in turn; returns their folders. `sampler` replaces the model when a
+    stage refilters (tests: commands/filter.py `Sampler`)."""
     from .. import training
 
     args, overrides = parse_args(argv)
@@ -105,10 +228,21 @@ def stages(argv: Sequence[str] | None = None) -> list[Path]:
             previous = folder
             continue
         keys = Layer(f"{args.stages_file} stage {number} ({name})",
-                     {k: v for k, v in stage.items() if k != "name"})  # fmt: skip
-        chain = ["--output_dir", str(folder)]
-        if previous is not None:
-            chain += ["--model_name_or_path", str(weights_of(previous, project, base))]
+                     {k: v for k, v in stage.items() if k not in STAGE_KEYS})  # fmt: skip
+        start = weights_of(previous, project, base) if previous is not None else None
+        model = ["--model_name_or_path", str(start)] if start is not None else []
+        if stage["warmup"] is not None:
+            from .warmup import warm_up
+
+            logger.info("stage %d/%d (%s): format warm-up -> %s", number, len(plan), name, folder)
+            warm_up([*base, *model, "--output-dir", str(folder), *stage["warmup"]], stage=keys,
+                    project=project)  # fmt: skip
+            previous = folder
+            continue
+        chain = ["--output_dir", str(folder), *model]
+        if stage["refilter"] is not None:
+            data = refilter(folder, keys, base, start, stage["refilter"], sampler)
+            chain += ["--dataset_name", str(data)]
         logger.info("stage %d/%d (%s) -> %s", number, len(plan), name, folder)
         training.run(train.build_trainer, [*base, *chain], stage=keys, project=project)
         previous = folder
