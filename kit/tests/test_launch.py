@@ -503,13 +503,17 @@ def test_the_early_warning_stops_a_distributed_run_for_a_requeue(
     monkeypatch.setenv(WARN_LAUNCHER_AT_STEP, f"1:{os.getpid()}")
     output = tmp_path / "run"
     code = launch.launch(["--smoke", "--", "--model_name_or_path", str(tiny_model_dir),
-                          "--output_dir", str(output), "--max_steps", "4",
+                          "--output_dir", str(output), "--max_steps", "8",
                           "--reward_funcs", "test_launch.usr1_to_the_launcher",
                           "--reward_weights", "1.0"])  # fmt: skip
     assert code == REQUEUE_EXIT_CODE
-    assert [c.name for c in output.glob("checkpoint-*")] == ["checkpoint-2"]
+    # The warning reaches the workers during step 2, or just after it on a loaded machine (the
+    # launcher forwards it; a step takes well under a second here): they stop together after
+    # that step, long before the run's last (8).
     record = json.loads((output / "run_record.json").read_text())
-    assert record["status"] == REQUEUE_STATUS and record["global_step"] == 2
+    step = record["global_step"]
+    assert record["status"] == REQUEUE_STATUS and 2 <= step < 8, record
+    assert [c.name for c in output.glob("checkpoint-*")] == [f"checkpoint-{step}"]
 
 
 def test_a_failed_distributed_process_exits_without_the_teardown(monkeypatch, capsys):
