@@ -13,6 +13,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(ROOT))
 
+# `make test` runs this suite too: the outer make's command-line variables (PYTHON=...) and its
+# level reach every make a test starts, through MAKEFLAGS and MAKELEVEL, and override the
+# variables of the Makefile under test (CI: a test's own PYTHON lost to the outer one). A test's
+# make sees only its own Makefile and arguments, under make or not.
+for _name in ("MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL"):
+    os.environ.pop(_name, None)
+
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
     "HF_HUB_DISABLE_TELEMETRY": "1",
