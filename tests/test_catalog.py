@@ -371,14 +371,14 @@ def test_every_late_2026_model_has_a_real_shape():
     assert set(REAL_SHAPES) == {s.hub_id for s in NEW_MODELS}
 
 
-@pytest.mark.parametrize("hub_id", list(REAL_SHAPES))
-def test_real_shapes_reproduce_the_catalogs_exact_counts(hub_id):
+def shaped_model(hub_id: str, shape: tuple[str, dict]):
+    """The catalog entry and a meta-device model of `shape` (model_type, config values), checked
+    against the entry's class, total and tower parameter counts."""
     import torch
-    from peft import LoraConfig, get_peft_model
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
     spec = catalog.CATALOG[hub_id]
-    model_type, values = REAL_SHAPES[hub_id]
+    model_type, values = shape
     auto = AutoModelForImageTextToText if spec.tower_params else AutoModelForCausalLM
     with torch.device("meta"):
         model = auto.from_config(AutoConfig.for_model(model_type, **values))
@@ -387,6 +387,15 @@ def test_real_shapes_reproduce_the_catalogs_exact_counts(hub_id):
     assert sum(p.numel() for p in parameters.values()) == spec.params
     towers = sum(p.numel() for n, p in parameters.items() if any(t in n for t in TOWERS))
     assert towers == spec.tower_params
+    return spec, model
+
+
+@pytest.mark.parametrize("hub_id", list(REAL_SHAPES))
+def test_real_shapes_reproduce_the_catalogs_exact_counts(hub_id):
+    from peft import LoraConfig, get_peft_model
+
+    spec, model = shaped_model(hub_id, REAL_SHAPES[hub_id])
+    parameters = dict(model.named_parameters())
     experts = sum(p.numel() for n, p in parameters.items() if ".experts." in n and p.dim() == 3)
     assert experts == spec.expert_params
     lora = get_peft_model(model, LoraConfig(r=1, target_modules=spec.lora_targets))
@@ -420,19 +429,7 @@ SOURCED_SHAPES = {
 
 @pytest.mark.parametrize("hub_id", list(SOURCED_SHAPES))
 def test_sourced_shapes_reproduce_the_catalogs_counts(hub_id):
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
-
-    spec = catalog.CATALOG[hub_id]
-    model_type, values = SOURCED_SHAPES[hub_id]
-    auto = AutoModelForImageTextToText if spec.tower_params else AutoModelForCausalLM
-    with torch.device("meta"):
-        model = auto.from_config(AutoConfig.for_model(model_type, **values))
-    assert type(model).__name__ == spec.architecture
-    parameters = dict(model.named_parameters())
-    assert sum(p.numel() for p in parameters.values()) == spec.params
-    towers = sum(p.numel() for n, p in parameters.items() if any(t in n for t in TOWERS))
-    assert towers == spec.tower_params
+    spec, model = shaped_model(hub_id, SOURCED_SHAPES[hub_id])
     text = model.config.get_text_config()
     assert text.head_dim == spec.head_dim
     embedding = spec.vocab * spec.hidden
