@@ -70,23 +70,30 @@ STAGE_KEYS = ("name", "refilter", "warmup")  # a stage's own keys; the others ar
 REFILTER_KEYS = ("k", "min", "max", "limit", "temperature", "max_new_tokens")
 
 
+def stage_mapping(where: str, value, keys: tuple[str, ...], example: str) -> dict | None:
+    """A stage key that is off (absent, false), on (true: {}) or a mapping of `keys`, checked;
+    None when off."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return {}
+    if not isinstance(value, dict):
+        raise UserError(f"{where} is true or a mapping such as {example}")
+    unknown = sorted(set(value) - set(keys))
+    if unknown:
+        raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; use {', '.join(keys)}")
+    return value
+
+
 def refilter_options(path: Path, number: int, value) -> dict | None:
     """A stage's `refilter` (true, or a mapping of the filter's options), checked, with the
     filter's defaults filled in; None when the stage does not refilter."""
     from .filter import DEFAULTS, option_problem
 
-    if value is None or value is False:
-        return None
     where = f"{path}: stage {number}: refilter"
-    if value is True:
-        value = {}
-    if not isinstance(value, dict):
-        raise UserError(f"{where} is true or a mapping such as {{k: 8, min: 0.1, max: 0.9}}")
-    unknown = sorted(set(value) - set(REFILTER_KEYS))
-    if unknown:
-        raise UserError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; use {', '.join(REFILTER_KEYS)}"
-        )
+    value = stage_mapping(where, value, REFILTER_KEYS, "{k: 8, min: 0.1, max: 0.9}")
+    if value is None:
+        return None
     options = {**DEFAULTS, **value}
     try:
         problem = option_problem(
@@ -106,17 +113,10 @@ WARMUP_KEYS = ("examples", "epochs", "learning_rate", "completions")
 def warmup_options(path: Path, number: int, value) -> list[str] | None:
     """A stage's `warmup` (true, or a mapping of the warm-up's options) as `grpo warmup`'s
     arguments, checked; None when the stage is a GRPO stage."""
-    if value is None or value is False:
-        return None
     where = f"{path}: stage {number}: warmup"
-    if value is True:
-        value = {}
-    if not isinstance(value, dict):
-        raise UserError(f"{where} is true or a mapping such as {{examples: 32, epochs: 3}}")
-    unknown = sorted(set(value) - set(WARMUP_KEYS))
-    if unknown:
-        known = ", ".join(WARMUP_KEYS)
-        raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; use {known}")
+    value = stage_mapping(where, value, WARMUP_KEYS, "{examples: 32, epochs: 3}")
+    if value is None:
+        return None
     try:
         numbers = [float(value[k]) for k in ("examples", "epochs", "learning_rate") if k in value]
     except (TypeError, ValueError):
