@@ -467,14 +467,7 @@ def test_smoke_distributed_is_the_launchers_smoke_path_on_every_tier(cookies, ti
     accelerate with the plan's config where the tier launches through accelerate, torchrun
     where it does not. The launcher builds the tiny model before the processes start."""
     project = bake_ok(cookies, gpu_tier=tier)
-    shown = run_in(
-        project,
-        "make",
-        "-n",
-        "--no-print-directory",
-        "smoke-distributed",
-        f"PYTHON={sys.executable}",
-    )
+    shown = run_in(project, "make", "-n", "smoke-distributed", f"PYTHON={sys.executable}")
     assert_ok(shown)
     assert shown.stdout.splitlines()[:2] == [
         "rm -rf outputs/smoke-distributed",
