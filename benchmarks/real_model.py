@@ -46,34 +46,6 @@ REWARDS = ("strict_format", "partial_format", "math_correctness", "soft_overlong
 SAMPLE = "data/sample_math.jsonl"
 OUTPUT_DIR = Path("outputs/smollm2-math-grpo")
 
-# The bare floor for seconds per step: GRPOTrainer with the generated run's resolved settings.
-BARE = r"""
-import json, sys, time
-from datasets import Dataset
-from peft import LoraConfig
-from transformers import AutoTokenizer
-from trl import GRPOConfig, GRPOTrainer
-
-spec = json.load(open(sys.argv[1]))
-recipe = spec["recipe"]
-tokenizer = AutoTokenizer.from_pretrained(recipe["model_name_or_path"])
-tokenizer.padding_side = "left"
-rows = Dataset.from_list([json.loads(line) for line in open(spec["data"])])
-sys.path.insert(0, "src")
-import importlib
-funcs = [getattr(importlib.import_module(m), f) for m, f in
-         (name.rsplit(".", 1) for name in spec["rewards"])]
-fields = GRPOConfig.__dataclass_fields__
-args = GRPOConfig(**{k: v for k, v in recipe.items() if k in fields and k not in spec["skip"]})
-peft = LoraConfig(r=recipe["lora_r"], lora_alpha=recipe["lora_alpha"],
-                  lora_dropout=recipe["lora_dropout"], target_modules="all-linear",
-                  task_type="CAUSAL_LM")
-trainer = GRPOTrainer(model=recipe["model_name_or_path"], reward_funcs=funcs, args=args,
-                      train_dataset=rows, processing_class=tokenizer, peft_config=peft)
-trainer.train()
-print(json.dumps([r["step_time"] for r in trainer.state.log_history if "step_time" in r]))
-"""
-
 
 def local_recipe(model: Path, args) -> str:
     """configs/local.yaml: the real model, the training rows, a CPU-sized run logged every step."""
@@ -182,13 +154,14 @@ def bare_seconds(project: Path, run_dir: Path, folder: Path, steps: int, threads
     )
     spec_path.write_text(json.dumps(spec))
     done = subprocess.run(
-        ["nice", "-n", "10", sys.executable, "-c", BARE, str(spec_path)],
+        ["nice", "-n", "10", sys.executable, "-c", bench.BARE, str(spec_path)],
         cwd=project, env=env, capture_output=True, text=True,
     )  # fmt: skip
     if done.returncode != 0:
         print(f"bare TRL failed:\n{done.stderr[-2000:]}", file=sys.stderr)
         return []
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    history = json.loads(done.stdout.strip().splitlines()[-1])
+    return [row["step_time"] for row in history if "step_time" in row]
 
 
 def evaluation_summary(out: Path) -> dict:

@@ -70,7 +70,7 @@ if recipe.get("use_peft"):
 trainer = GRPOTrainer(model=recipe["model_name_or_path"], reward_funcs=funcs, args=args,
                       train_dataset=rows, processing_class=tokenizer, peft_config=peft)
 trainer.train()
-print(json.dumps([r["reward"] for r in trainer.state.log_history if "reward" in r]))
+print(json.dumps(trainer.state.log_history))  # the callers pick reward, step_time, ...
 """
 
 # GRPOConfig fields the generated run resolved that a fresh config must not be given verbatim.
@@ -245,7 +245,7 @@ def learning(project: Path, folder: Path, steps: int) -> list[tuple[str, str, st
     (folder / "learn.json").write_text(json.dumps(spec, default=str))
     bare_elapsed, out = timed([sys.executable, "-c", BARE, str(folder / "learn.json")], project,
                               env)  # fmt: skip
-    bare = json.loads(out.strip().splitlines()[-1])
+    bare = [row["reward"] for row in json.loads(out.strip().splitlines()[-1]) if "reward" in row]
     rows = []
     for name, rewards, seconds in (("generated train", generated, elapsed),
                                    ("bare TRL script", bare, bare_elapsed)):  # fmt: skip
