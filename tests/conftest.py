@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,10 +14,23 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(ROOT))
 
-# `make test` runs this suite too: the outer make's command-line variables (PYTHON=...) and its
-# level reach every make a test starts, through MAKEFLAGS and MAKELEVEL, and override the
-# variables of the Makefile under test (CI: a test's own PYTHON lost to the outer one). A test's
-# make sees only its own Makefile and arguments, under make or not.
+
+def outer_make_variables(makeflags: str) -> list[str]:
+    """The names of the variables given on the outer make's command line, read from its
+    MAKEFLAGS (" -- PYTHON=python ARGS=--durations=80\\ -q": spaces inside a value escaped)."""
+    if " -- " not in f" {makeflags}":
+        return []
+    definitions = re.split(r"(?<!\\) ", f" {makeflags}".split(" -- ", 1)[1])
+    return [d.split("=", 1)[0] for d in definitions if "=" in d]
+
+
+# `make test` runs this suite too: the outer make's command-line variables (PYTHON=..., ARGS=...)
+# and its level reach every make a test starts, through MAKEFLAGS and MAKELEVEL and as
+# environment variables, and override the variables of the Makefile under test (CI: a test's
+# own PYTHON lost to the outer one; `make test ARGS=-q` passed -q to every baked project's
+# train). A test's make sees only its own Makefile and arguments, under make or not.
+for _name in outer_make_variables(os.environ.get("MAKEFLAGS", "")):
+    os.environ.pop(_name, None)
 for _name in ("MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL"):
     os.environ.pop(_name, None)
 
