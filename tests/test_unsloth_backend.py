@@ -398,9 +398,11 @@ def test_every_algorithm_resolves_to_the_same_configuration_on_both_backends(
 
 
 def test_the_kits_unsloth_tests_pass_on_the_unsloth_stack(unsloth_python):
-    """grpo-kit's own tests of its Unsloth backend, run in the Unsloth environment."""
-    command = [unsloth_python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               str(ROOT / "kit" / "tests" / "test_unsloth.py")]  # fmt: skip
+    """grpo-kit's own tests of its Unsloth backend, run in the Unsloth environment: its unit
+    tests and the learning proof's Unsloth case (skipped where unsloth is not installed)."""
+    tests = ROOT / "kit" / "tests"
+    command = [unsloth_python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "unsloth",
+               str(tests / "test_unsloth.py"), str(tests / "test_learning.py")]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=1800,
                             env={**os.environ, **venv_env()}, cwd=ROOT / "kit")  # fmt: skip
     assert_ok(result)

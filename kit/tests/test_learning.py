@@ -1,16 +1,19 @@
 """The project learns: its train entry point on the tiny model, with a toy reward the tiny model
 can learn, given by dotted path as a user would give their own reward. The toy task: start the
 completion with one of a fixed 1/16 of the vocabulary (every token id divisible by 16), so about
-6% of the random model's completions score whatever the task's sample data (a word or "start
-with a digit" scores 0-6% depending on the tokenizer trained on that data).
+6% of the random model's completions score.
 
-Full fine-tuning at a high learning rate (LoRA for the Unsloth backend, which trains adapters
-only): the mean reward of the last logged steps must be far above the first ones. Run for the
-default tiny model, for Gemma 4's (which learns more slowly) and for the Unsloth backend (when
-it is installed), each in a project of its own.
+The prompts are short questions without a system prompt (the toy reward reads only the first
+completion token, and a 10-token prompt trains ten times faster than the sample data's 260-token
+ones: Gemma 4's tiny model took 80 steps of ~5 s on those). Full fine-tuning at a high learning
+rate (LoRA for the Unsloth backend, which trains adapters only): the mean reward of the last
+logged steps must be far above the first ones. Run for the default tiny model, for Gemma 4's
+and for the Unsloth backend (when it is installed), each in a project of its own.
 """
 
 import importlib.util
+import json
+from pathlib import Path
 
 import pytest
 
@@ -18,10 +21,17 @@ import pytest
 REWARD = "test_learning.starts_with_a_target_token"
 
 
-def steps(tiny_arch: str) -> int:
-    """Gemma 4's tiny model learns the toy task more slowly: a run reached 0.875 by step 60 and
-    1.0 by 80 (its steps also take several times longer on the CPU)."""
-    return 80 if tiny_arch == "gemma4" else 60
+# Both tiny models reach a 5-step mean of 0.9 by step 25 or so at this rate (measured with 1 and
+# 2 torch threads); 40 steps leave a margin.
+STEPS = 40
+
+
+def short_questions(path: Path) -> Path:
+    """32 one-line sums, `question`/`answer` like the math task's data."""
+    rows = ({"question": f"What is {i % 9 + 1} + {i // 3 + 2}?", "answer": str(i % 9 + i // 3 + 3)}
+            for i in range(32))  # fmt: skip
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
 
 
 def tuning(backend: str) -> list[str]:
@@ -29,7 +39,7 @@ def tuning(backend: str) -> list[str]:
     backend trains LoRA adapters only, so lm_head trains in full beside them (adapters alone on
     a 2-layer model with random weights move the first token too slowly for 60 steps)."""
     if backend == "transformers":
-        return ["--use_peft", "false", "--learning_rate", "1e-2"]
+        return ["--use_peft", "false", "--learning_rate", "3e-2"]
     return ["--lora_r", "16", "--lora_alpha", "32", "--lora_modules_to_save", "lm_head",
             "--learning_rate", "5e-2"]  # fmt: skip
 
@@ -64,7 +74,8 @@ def test_the_mean_reward_rises_from_near_zero_to_nearly_one(
     tiny_model_dir = project_tiny_model(tmp_path / "tiny", load(root))
     trainer = smoke_train(
         tiny_model_dir, tmp_path / "learn", "--reward_funcs", REWARD, "--reward_weights", "1.0",
-        "--max_steps", str(steps(tiny_arch)), "--num_generations", "8",
+        "--dataset_name", str(short_questions(tmp_path / "sums.jsonl")), "--system_prompt", "",
+        "--max_steps", str(STEPS), "--num_generations", "8",
         "--per_device_train_batch_size", "16", "--max_completion_length", "8",
         "--lr_scheduler_type", "constant", "--warmup_steps", "0", "--beta", "0.0",
         "--logging_steps", "1", "--health_flat_logs", "1000", *tuning(backend), root=root,
