@@ -9,6 +9,10 @@ tokens), so it is first taught the rollout shape on the sample rows (grpo_kit.of
 but rarely makes one, and the reward is whether the rollout got a tool result back. What the
 tiny model cannot learn at this scale: to write its own search queries or to use what a tool
 returns (its answers stay memorised text), so task success is not tested here.
+
+Measured 2026-12-02: the same rewards step for step with 1 and 2 torch threads (5-step means
+0.03 at the start, 0.94 by step 45, 0.99 at best, last 10 steps 0.925); about 3.5 minutes of
+one core, a quarter of it teaching the tiny model.
 """
 
 import json
@@ -44,23 +48,8 @@ def got_a_tool_result(completions, **kwargs):
     ]
 
 
-@pytest.fixture
-def two_torch_threads():
-    """The run's sums in a fixed order: with one thread (OMP_NUM_THREADS=1) this seed's run
-    stays below the bar, with two it passes; the result is the float order's, not the machine's
-    speed, so the test fixes it."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.slow
-def test_grpo_teaches_a_model_that_rarely_calls_its_tool_to_call_it(
-    tmp_path, monkeypatch, two_torch_threads
-):
+def test_grpo_teaches_a_model_that_rarely_calls_its_tool_to_call_it(tmp_path, monkeypatch):
     from grpo_kit.offline.tiny_model import project_tiny_model
 
     recipe_text = CPU_RECIPE + TOOLS_RECIPE + DEFAULT_RECIPE
