@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from grpo_kit.testing import share_cores_among_test_workers
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -33,6 +34,8 @@ for _name in outer_make_variables(os.environ.get("MAKEFLAGS", "")):
     os.environ.pop(_name, None)
 for _name in ("MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL"):
     os.environ.pop(_name, None)
+
+share_cores_among_test_workers()  # torch threads per worker, before anything imports torch
 
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",

@@ -21,21 +21,10 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-
-def torch_threads(workers: int, cores: int) -> int:
-    """Torch threads per test process: the cores shared among the xdist workers. torch takes
-    every core in each process by default, so two workers on two cores ran four busy threads
-    and every training test ran two to three times slower than alone."""
-    return max(1, cores // max(1, workers))
-
-
-# Under xdist, before anything imports torch (it reads this once); an OMP_NUM_THREADS of your
-# own wins. Child processes inherit it (torchrun and accelerate set 1 only where it is unset).
-if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
-    _workers = int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
-    os.environ.setdefault("OMP_NUM_THREADS", str(torch_threads(_workers, os.cpu_count() or 1)))
-
 import grpo_kit  # noqa: E402
+from grpo_kit.testing import share_cores_among_test_workers  # noqa: E402
+
+share_cores_among_test_workers()  # before anything imports torch
 
 KIT = Path(grpo_kit.__file__).resolve().parent
 STARTERS = KIT / "starters"
