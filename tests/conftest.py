@@ -45,6 +45,10 @@ OFFLINE_ENV = {
     # Baked projects run two at a time on a 2-core machine: one thread each avoids contention.
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
+    # A baked project's `make test` fuzzes its rewards with 100 examples each, not 1000: the
+    # rewards it carries are grpo-kit's starters, which the kit's suite fuzzes with 1000 each
+    # (kit/tests/test_reward_fuzz.py); here the project's own tests are shown to run and pass.
+    "GRPO_FUZZ_EXAMPLES": "100",
 }
 
 

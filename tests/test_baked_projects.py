@@ -40,6 +40,9 @@ GRID = {
     },
     "math-multi-node": {"task_type": "math", "gpu_tier": "multi-node", **CUSTOM_MODEL},
 }
+# Cells that stand for a tier whose task has a cell of its own: their smoke run only (the
+# tier's recipe under the smoke layer, on a custom model's stand-in).
+TIER_ONLY = {"math-multi-node"}
 
 
 def make(project: Path, target: str, python: str = sys.executable, env=None, extra=()):
@@ -62,9 +65,12 @@ def test_default_project_lint(default_project):
 @pytest.mark.parametrize("variant", list(GRID))
 def test_every_task_passes_make_test_and_make_smoke(cookies, variant):
     project = bake_ok(cookies, **GRID[variant])
-    assert_ok(make(project, "test"))
+    if variant not in TIER_ONLY:
+        assert_ok(make(project, "test"))
     smoke = make(project, "smoke")
     check_smoke_output(project, smoke)
+    if variant in TIER_ONLY:
+        return
     if GRID[variant]["task_type"] == "tools":  # TRL's tool loop ran in every environment
         executed = re.search(r"tool calls executed per environment: (.*)", smoke.stdout)
         assert executed, smoke.stdout[-2000:]
