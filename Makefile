@@ -21,7 +21,9 @@ install-test: ## Install what the tests need: torch 2.13.0's CPU build first, th
 	  && apt-get install -y -qq --no-install-recommends bubblewrap; } \
 	  || echo "install-test: no bubblewrap (apt-get install bubblewrap as root): the code sandbox uses unshare"
 
-test: install-test test-kit test-template ## Install, then run every test: grpo-kit's suite, then the template's
+test: install-test ## Install, then run every test: grpo-kit's suite and the template's, side by side
+	@echo "test: grpo-kit's suite and the template's run side by side; each prints its report when it ends"
+	$(MAKE) -j2 --output-sync=target test-kit test-template
 
 test-kit: ## grpo-kit's own suite (no bake; no installs)
 	cd kit && $(PYTHON) -m pytest -n auto --dist worksteal $(KIT_ARGS)
