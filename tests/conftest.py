@@ -35,16 +35,15 @@ for _name in outer_make_variables(os.environ.get("MAKEFLAGS", "")):
 for _name in ("MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL"):
     os.environ.pop(_name, None)
 
-share_cores_among_test_workers()  # torch threads per worker, before anything imports torch
+# Torch threads per worker (one each on 2 cores), before anything imports torch; the baked
+# projects' commands inherit them.
+share_cores_among_test_workers()
 
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
     "HF_HUB_DISABLE_TELEMETRY": "1",
     "TOKENIZERS_PARALLELISM": "false",
     "PYTHONUNBUFFERED": "1",
-    # Baked projects run two at a time on a 2-core machine: one thread each avoids contention.
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
     # A baked project's `make test` fuzzes its rewards with 100 examples each, not 1000: the
     # rewards it carries are grpo-kit's starters, which the kit's suite fuzzes with 1000 each
     # (kit/tests/test_reward_fuzz.py); here the project's own tests are shown to run and pass.
