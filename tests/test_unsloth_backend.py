@@ -11,7 +11,8 @@ pins are unchanged; the tests only read it). There, on CPU:
 * a project per task (its task and rewards on this stack) passes its whole `make test` (its
   own smoke test included: train, merge, infer), and the default tier's project `make smoke`
   too (its recipe, smoke-overridden);
-* the kit's own Unsloth tests (kit/tests/test_unsloth.py) pass on this stack.
+* the kit's own Unsloth tests (kit/tests/test_unsloth.py: the backend's checks and the smoke
+  pipeline of each LoRA layout an Unsloth project can have, in one process) pass on this stack.
 
 The environment installs grpo-kit from this checkout (`make install`'s KIT); every session
 reinstalls it editable (without dependencies), so the kit under test is the working tree's.
@@ -280,26 +281,6 @@ def test_unsloth_project_passes_make_test_and_make_smoke(unsloth_python, cookies
     assert result.stdout.split("### completion", 1)[1].strip()
 
 
-# Architectures whose LoRA targets differ: a regex over the language model of a multimodal
-# model (a regex wrapped in a list matched nothing once), fused attention/MLP projections, and
-# a hybrid of short convolutions and attention (LFM2.5, on the Unsloth stack's transformers
-# 5.17 and TRL 1.15 chat template). Qwen3.5, Gemma 4 and Nemotron 3 are refused for Unsloth.
-FAMILIES = {
-    "gemma3-multimodal": {"model": "google/gemma-3-4b-it", "gpu_tier": "48GB"},
-    "phi3-fused-projections": {"model": "microsoft/Phi-4-mini-instruct", "gpu_tier": "80GB"},
-    "llama": {"model": "meta-llama/Llama-3.2-1B-Instruct", "gpu_tier": "24GB"},
-    "lfm2-convolution-hybrid": {"model": "LiquidAI/LFM2.5-1.2B-Instruct", "gpu_tier": "24GB"},
-}
-
-
-@pytest.mark.parametrize("variant", _known(list(FAMILIES), {"llama", "phi3-fused-projections"}))
-def test_unsloth_smoke_pipeline_for_other_architectures(unsloth_python, cookies, variant):
-    project = bake_ok(cookies, backend="unsloth", **FAMILIES[variant])
-    result = make(project, "smoke")
-    assert_ok(result)
-    assert "merge check passed" in result.stdout
-
-
 RESOLVE = """
 import dataclasses, json, os, re, sys
 unsloth_side = sys.argv[1] == "unsloth"
@@ -406,7 +387,9 @@ def test_every_algorithm_resolves_to_the_same_configuration_on_both_backends(
 
 def test_the_kits_unsloth_tests_pass_on_the_unsloth_stack(unsloth_python):
     """grpo-kit's own tests of its Unsloth backend, run in the Unsloth environment: its unit
-    tests and the learning proof's Unsloth case (skipped where unsloth is not installed)."""
+    tests, the smoke pipeline of every LoRA layout an Unsloth project can have (multimodal
+    regex, fused projections, Llama, LFM2's convolutions) and the learning proof's Unsloth case
+    (all skipped where unsloth is not installed)."""
     tests = ROOT / "kit" / "tests"
     command = [unsloth_python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "unsloth",
                str(tests / "test_unsloth.py"), str(tests / "test_learning.py")]  # fmt: skip

@@ -12,10 +12,13 @@ import pytest
 
 pytest.importorskip("unsloth")
 
-from conftest import chdir, load, make_project  # noqa: E402
+from conftest import chdir, load, make_project, sample_recipe  # noqa: E402
 from grpo_kit import backends  # noqa: E402
 from grpo_kit.errors import ModelError  # noqa: E402
+from grpo_kit.offline import tiny_model  # noqa: E402
 from grpo_kit.recipe import parse_recipe  # noqa: E402
+from grpo_kit.starters.math.task import TASK as MATH  # noqa: E402
+from test_model_family import FAMILIES, family_recipe  # noqa: E402
 
 RECIPE = "configs/grpo.yaml"
 
@@ -127,3 +130,49 @@ def test_inference_falls_back_to_plain_generation_without_a_gpu(
     recipe = recipe_of(in_unsloth_project, "--fast_inference", "true", read_only=True)
     assert recipe.backend.fast_inference
     assert unsloth.fast_generator(tmp_path, recipe) is None
+
+
+# Unsloth's 16-bit merge on the CPU: for these tiny random models the merge check has found the
+# merged model's greedy outputs differ from the adapter's (it then refuses to write the merge, as
+# it should), though not in every run. Seen after the wave that gave tiny models their real chat
+# templates; the cause (Unsloth's merge, or the tiny model) is not yet found, so these are known
+# failures, not passes.
+UNSLOTH_MERGE_DIVERGES = pytest.mark.xfail(
+    reason="Unsloth's CPU merge diverges from the adapter on this tiny model (merge check)",
+    strict=False,
+)
+# Architectures whose LoRA targets differ, as the template's catalog writes them (the families
+# an Unsloth project can have: Qwen3.5, Gemma 4 and Nemotron 3 are refused for Unsloth): a regex
+# over the language model of a multimodal model (a regex wrapped in a list matched nothing
+# once), fused attention/MLP projections, plain Llama projections, and a hybrid of short
+# convolutions and attention (LFM2.5, on the Unsloth stack's transformers and TRL chat template).
+UNSLOTH_FAMILIES = [
+    "gemma3-multimodal",
+    pytest.param("phi4-mini", marks=UNSLOTH_MERGE_DIVERGES),
+    pytest.param("llama3.2", marks=UNSLOTH_MERGE_DIVERGES),
+    "lfm2.5",
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", UNSLOTH_FAMILIES)
+def test_unsloth_smoke_pipeline_for_each_lora_layout(family, tmp_path, capsys):
+    """`make smoke` of an Unsloth project of the family, in this process (importing unsloth
+    once): FastLanguageModel loads the family's tiny model, LoRA reaches its targets, two steps
+    train, the merge passes its check and the merged model answers."""
+    from grpo_kit.commands import smoke
+
+    spec = FAMILIES[family]
+    root = make_project(
+        tmp_path / "project", backend="unsloth", tiny_arch=spec.arch,
+        chat_template=spec.template, recipe=family_recipe(spec, MATH),
+    )  # fmt: skip
+    with chdir(root):
+        recipe = sample_recipe(root)
+        model = tiny_model.project_tiny_model(root / "tiny", recipe.project, recipe=recipe)
+        answers = smoke.pipeline(
+            ["--model_name_or_path", str(model), "--output_dir", str(tmp_path / "smoke")]
+        )
+    assert len(answers) == 1 and answers[0].strip()
+    assert (tmp_path / "smoke" / "merged" / "config.json").is_file()
+    assert "merge check passed" in capsys.readouterr().out
