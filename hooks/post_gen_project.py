@@ -45,7 +45,7 @@ Created {project}
 
 Next:
   cd {project.name}
-  make install     # torch, grpo-kit, then the project ({answers.backend} backend)
+  make install     # torch, then grpo-kit and the project ({answers.backend} backend)
   make smoke       # offline: tiny model, train -> merge -> infer, on the CPU
   make train       # the real run: configs/grpo.yaml (yours to change: configs/local.yaml)
   {regenerate}
