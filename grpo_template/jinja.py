@@ -160,3 +160,45 @@ def install(environment) -> None:
         return compile_string(source, globals, template_class)
 
     environment.from_string = guarded_from_string
+    environment.compile = compiling_once(environment)
+
+
+# Compiled template code, by source and the settings that shape it. Cookiecutter builds a new
+# environment for every project it generates and compiles every file and answer again; a process
+# that generates many (the bake matrix, cruft's two renders) compiles each distinct source once.
+_COMPILED: dict[tuple, object] = {}
+_COMPILED_MAX = 4096
+_COMPILE_SETTINGS = (
+    "block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
+    "comment_start_string", "comment_end_string", "line_statement_prefix", "line_comment_prefix",
+    "trim_blocks", "lstrip_blocks", "newline_sequence", "keep_trailing_newline", "optimized",
+    "autoescape",
+)  # fmt: skip
+
+
+def compiling_once(environment):
+    """`environment.compile`, reusing the code compiled for the same source under the same
+    settings, extensions, filters and tests (a compiled template is Python code that looks
+    everything else up when it renders)."""
+    compile_source = environment.compile
+
+    def settings() -> tuple:  # read when compiling: the environment is complete by then
+        return (
+            tuple(getattr(environment, name) for name in _COMPILE_SETTINGS),
+            tuple(sorted(environment.extensions)),
+            tuple(sorted(environment.filters)),
+            tuple(sorted(environment.tests)),
+        )
+
+    def compile(source, name=None, filename=None, raw=False, defer_init=False):
+        if raw or not isinstance(source, str) or callable(environment.autoescape):
+            return compile_source(source, name, filename, raw, defer_init)
+        key = (settings(), source, name, filename, defer_init)
+        code = _COMPILED.get(key)
+        if code is None:
+            if len(_COMPILED) >= _COMPILED_MAX:
+                _COMPILED.clear()
+            code = _COMPILED[key] = compile_source(source, name, filename, raw, defer_init)
+        return code
+
+    return compile

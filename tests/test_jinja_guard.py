@@ -44,3 +44,40 @@ def test_payloads_render_as_plain_text(payload, tmp_path):
 )
 def test_template_strings_still_render(source):
     assert renders_as_template(environment(), source)
+
+
+def test_each_source_compiles_once_per_settings_and_renders_the_same(monkeypatch):
+    """A process that generates many projects compiles each template source once; another
+    source, or the same source under other settings, compiles on its own (no stale code)."""
+    from grpo_template import jinja
+
+    monkeypatch.setattr(jinja, "_COMPILED", {})
+    compiled = []
+    original = jinja.compiling_once
+
+    def counting(environment):  # counts the compiles the cache does not answer
+        compile_source = environment.compile
+
+        def compile(source, *args, **kwargs):
+            if isinstance(source, str):
+                compiled.append(source)
+            return compile_source(source, *args, **kwargs)
+
+        environment.compile = compile
+        return original(environment)
+
+    monkeypatch.setattr(jinja, "compiling_once", counting)
+    context = {"cookiecutter": {"project_slug": "a-b"}}
+    source = "{{ cookiecutter.project_slug }}/src\n"
+    first, second = environment(), environment()
+    assert first.from_string(source).render(context) == "a-b/src"
+    assert second.from_string(source).render(context) == "a-b/src"
+    assert compiled.count(source) == 1
+    assert second.from_string("{{ cookiecutter.project_slug }}").render(context) == "a-b"
+    assert len(compiled) == 2
+    kept = StrictEnvironment(
+        context={"cookiecutter": {"_extensions": ["grpo_template.jinja.GrpoExtension"]}},
+        keep_trailing_newline=True,
+    )
+    assert kept.from_string(source).render(context) == "a-b/src\n"  # its own settings' code
+    assert compiled.count(source) == 2
