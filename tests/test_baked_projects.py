@@ -40,6 +40,9 @@ GRID = {
     },
     "math-multi-node": {"task_type": "math", "gpu_tier": "multi-node", **CUSTOM_MODEL},
 }
+# The default answers' cell (`cookiecutter --no-input`): its project also runs every other
+# documented target after its smoke run.
+DEFAULT_CELL = "math-24GB"
 # Cells that stand for a tier whose task has a cell of its own: their smoke run only (the
 # tier's recipe under the smoke layer, on a custom model's stand-in).
 TIER_ONLY = {"math-multi-node"}
@@ -68,7 +71,7 @@ def test_every_task_passes_make_test_and_make_smoke(cookies, variant):
     if variant not in TIER_ONLY:
         # The project's slow test is grpo smoke's pipeline, which `make smoke` runs next: the
         # default project runs its whole `make test`, the others the rest (`make test-fast`).
-        assert_ok(make(project, "test" if variant == "math-24GB" else "test-fast"))
+        assert_ok(make(project, "test" if variant == DEFAULT_CELL else "test-fast"))
     smoke = make(project, "smoke")
     check_smoke_output(project, smoke)
     if variant in TIER_ONLY:
@@ -83,11 +86,13 @@ def test_every_task_passes_make_test_and_make_smoke(cookies, variant):
         result = make(project, target, extra=extra)
         assert_ok(result)
         assert "Traceback" not in result.stderr, target
+    if variant == DEFAULT_CELL:  # the default project (cookiecutter --no-input) runs the rest
+        run_the_other_documented_targets(project)
 
 
 # Offline targets the generated README documents, each run as a user runs it after `make smoke`
 # (SMOKE=1: the smoke run's recipe), small. The task-dependent ones run in every task's cell;
-# the rest once, in the default project.
+# the rest once, in the default cell's project.
 TASK_TARGETS = (
     ("reward-debug", ["ARGS=--limit 2"]),
     ("evaluate", ["SMOKE=1", "ARGS=--limit 4 --max-new-tokens 8"]),
@@ -108,18 +113,17 @@ OTHER_TARGETS = (
 REFUSING_TARGETS = (("preflight", ["SMOKE=1", "ARGS=--prompts 2"], "error: "),)
 
 
-def test_every_documented_target_runs_offline(default_project):
-    """The targets not already run per task, in the default project after its smoke run."""
-    check_smoke_output(default_project, make(default_project, "smoke"))
-    readme = (default_project / "README.md").read_text(encoding="utf-8")
+def run_the_other_documented_targets(project: Path) -> None:
+    """The targets not run per task, in the default project after its smoke run."""
+    readme = (project / "README.md").read_text(encoding="utf-8")
     for target, extra in OTHER_TARGETS:
         assert f"`{target}`" in readme, target  # documented
-        result = make(default_project, target, extra=extra)
+        result = make(project, target, extra=extra)
         assert_ok(result)
         assert "Traceback" not in result.stderr, target
     for target, extra, said in REFUSING_TARGETS:
         assert f"`{target}`" in readme, target
-        result = make(default_project, target, extra=extra)
+        result = make(project, target, extra=extra)
         output = result.stdout + result.stderr
         assert result.returncode == 2 and said in output, (target, output[-3000:])  # make: 2
         assert "Traceback" not in output, target
@@ -138,14 +142,6 @@ def test_every_catalog_model_runs_on_what_the_kit_supports():
         assert model.tiny_arch in tiny_model.ARCHITECTURES, model.hub_id
         assert (model.chat_template or "") in tiny_model.TOKENS, model.hub_id
         assert tiny_model.chat_template_text(model.chat_template or ""), model.hub_id
-
-
-def test_the_multi_gpu_tier_runs_its_launch_path_on_two_cpu_processes(cookies):
-    """`make smoke-distributed`: accelerate launch with the plan's own config, 2 processes."""
-    project = bake_ok(cookies, gpu_tier="multi-gpu", num_gpus="8")
-    result = make(project, "smoke-distributed")
-    assert_ok(result)
-    assert (project / "outputs" / "smoke-distributed").is_dir()
 
 
 GSM8K = SHARED / "datasets" / "gsm8k-test-200.jsonl"

@@ -87,7 +87,7 @@ def test_the_multi_gpu_tower_plans_are_the_ones_the_issue_names():
 
 def _launch(project, *overrides: str):
     """`make smoke-distributed`'s launch (the recipe's checkpointing and DDP settings: nothing
-    here turns them on), for 3 steps."""
+    here turns them on), for 3 steps (as `make smoke-distributed ARGS="--max_steps 3"`)."""
     command = (sys.executable, "-m", "grpo_kit", "launch", "--smoke", "--",
                "--max_steps", "3", *overrides)  # fmt: skip
     return run_in(project, *command, timeout=900)
@@ -103,17 +103,17 @@ def test_two_cpu_processes_with_checkpointing_train_a_vision_language_checkpoint
     Gemma 3 4B, Gemma 4 E2B/E4B and Qwen3.5 0.8B/9B were run the same way by hand (the same
     mechanism; the test above covers their recipes)."""
     project = bake_ok(cookies, gpu_tier="multi-gpu", num_gpus="8")
-    # Built once before the 2 processes start: both would build it on first use, and one can
-    # read the other's half-written folder (`grpo launch --smoke` now builds it first too).
-    built = run_in(project, sys.executable, "-m", "grpo_kit", "tiny-model", "outputs/tiny-model")
-    assert built.returncode == 0, built.stderr[-2000:]
     loaded = yaml.safe_load((project / "configs" / "grpo.yaml").read_text(encoding="utf-8"))
     assert loaded["ddp_find_unused_parameters"] is True
     assert loaded["activation_checkpointing"] is True
-    passed = _launch(project)
+    # `make smoke-distributed` itself (the multi-GPU tier's documented target: accelerate launch
+    # with the plan's own config, 2 processes; the launcher builds the tiny model first).
+    passed = run_in(project, "make", "smoke-distributed", f"PYTHON={sys.executable}",
+                    "ARGS=--max_steps 3", timeout=900)  # fmt: skip
     log = passed.stdout + passed.stderr
     assert passed.returncode == 0, log[-4000:]
     assert len(re.findall(r"'loss': ", log)) == 3, log[-4000:]
+    assert (project / "outputs" / "smoke-distributed").is_dir()
     # The recipe without the setting: local.yaml (your layer) unsets it.
     (project / "configs" / "local.yaml").write_text("ddp_find_unused_parameters: null\n")
     failed = _launch(project, "--output_dir", "outputs/without-flag")
