@@ -176,3 +176,30 @@ def test_unsloth_smoke_pipeline_for_each_lora_layout(family, tmp_path, capsys):
     assert len(answers) == 1 and answers[0].strip()
     assert (tmp_path / "smoke" / "merged" / "config.json").is_file()
     assert "merge check passed" in capsys.readouterr().out
+
+
+# The tasks an Unsloth project can have (tools is refused with this backend), on the tiny model
+# of the template's Unsloth test projects (Qwen2.5); math is the smoke run above
+# (test_merged_model_reloads_with_plain_transformers).
+UNSLOTH_TASKS = [pytest.param("code", marks=UNSLOTH_MERGE_DIVERGES), "json", "classification",
+                 "custom"]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", UNSLOTH_TASKS)
+def test_unsloth_smoke_pipeline_for_each_task(task, tmp_path, capsys):
+    """`make smoke` of an Unsloth project of the task, in this process (importing unsloth once,
+    not once per project): the task's sample rows and rewards, two steps of training, the merge
+    and its check, the merged model answering."""
+    from grpo_kit.commands import smoke
+
+    root = make_project(tmp_path / "project", task, backend="unsloth")
+    with chdir(root):
+        recipe = sample_recipe(root)
+        model = tiny_model.project_tiny_model(root / "tiny", recipe.project, recipe=recipe)
+        answers = smoke.pipeline(
+            ["--model_name_or_path", str(model), "--output_dir", str(tmp_path / "smoke")]
+        )
+    assert len(answers) == 1 and answers[0].strip()
+    assert (tmp_path / "smoke" / "merged" / "config.json").is_file()
+    assert "merge check passed" in capsys.readouterr().out
