@@ -77,7 +77,18 @@ def default_project(cookies_session) -> Path:
     return bake_ok(cookies_session)
 
 
+FIRST = ("test_unsloth_backend", "test_user_journey")  # the longest chains, longest first
+
+
 def pytest_collection_modifyitems(config, items):
-    """The longest tests (the Unsloth environment's) first, so that they do not end the run on
-    one worker while the other idles."""
-    items.sort(key=lambda item: "test_unsloth_backend" not in item.nodeid)
+    """The longest tests first (the Unsloth environment's, the user journey, then the rest of
+    the slow ones: baked projects), so that no long test starts late and ends the run on one
+    worker while the other idles. The sort is stable: each module's tests keep their order."""
+
+    def rank(item) -> int:
+        for place, module in enumerate(FIRST):
+            if module in item.nodeid:
+                return place
+        return len(FIRST) + (item.get_closest_marker("slow") is None)
+
+    items.sort(key=rank)

@@ -69,9 +69,9 @@ def test_default_project_lint(default_project):
 def test_every_task_passes_make_test_and_make_smoke(cookies, variant):
     project = bake_ok(cookies, **GRID[variant])
     if variant not in TIER_ONLY:
-        # The project's slow test is grpo smoke's pipeline, which `make smoke` runs next: the
-        # default project runs its whole `make test`, the others the rest (`make test-fast`).
-        assert_ok(make(project, "test" if variant == DEFAULT_CELL else "test-fast"))
+        # The project's slow test is grpo smoke's pipeline, which `make smoke` runs next; the
+        # default project's whole `make test` runs in the user journey (tests/test_user_journey.py).
+        assert_ok(make(project, "test-fast"))
     smoke = make(project, "smoke")
     check_smoke_output(project, smoke)
     if variant in TIER_ONLY:
@@ -92,7 +92,8 @@ def test_every_task_passes_make_test_and_make_smoke(cookies, variant):
 
 # Offline targets the generated README documents, each run as a user runs it after `make smoke`
 # (SMOKE=1: the smoke run's recipe), small. The task-dependent ones run in every task's cell;
-# the rest once, in the default cell's project.
+# the rest once, in the default cell's project, but for those the user journey runs in a default
+# project (JOURNEY_TARGETS: tests/test_user_journey.py).
 TASK_TARGETS = (
     ("reward-debug", ["ARGS=--limit 2"]),
     ("evaluate", ["SMOKE=1", "ARGS=--limit 4 --max-new-tokens 8"]),
@@ -100,9 +101,7 @@ TASK_TARGETS = (
     ("filter", ["SMOKE=1", "ARGS=--k 2 --min 0 --limit 4 --max-new-tokens 8"]),
 )
 OTHER_TARGETS = (
-    ("report", ["SMOKE=1"]),
     ("doctor", ["ARGS=--smoke --offline"]),
-    ("try", ["ARGS=--dataset_name data/sample_math.jsonl --max_steps 1"]),
     ("stages", ["ARGS=--smoke --max_steps 1"]),
     ("reward-model", ["ARGS=--smoke --max_steps 2"]),
     ("merge", ["SMOKE=1", "ARGS=--overwrite --max-new-tokens 4"]),
@@ -111,11 +110,14 @@ OTHER_TARGETS = (
 # Targets whose offline run ends in a documented refusal: the preflight on the random tiny model
 # finds no reward that varies within a group, so it prints its table and exits 2 with the advice.
 REFUSING_TARGETS = (("preflight", ["SMOKE=1", "ARGS=--prompts 2"], "error: "),)
+JOURNEY_TARGETS = ("try", "report", "test")
 
 
 def run_the_other_documented_targets(project: Path) -> None:
     """The targets not run per task, in the default project after its smoke run."""
     readme = (project / "README.md").read_text(encoding="utf-8")
+    for target in JOURNEY_TARGETS:
+        assert f"`{target}`" in readme, target  # documented; run by the user journey
     for target, extra in OTHER_TARGETS:
         assert f"`{target}`" in readme, target  # documented
         result = make(project, target, extra=extra)
