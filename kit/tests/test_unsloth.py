@@ -160,21 +160,25 @@ def test_unsloth_smoke_pipeline_for_each_lora_layout(family, tmp_path, capsys):
     """`make smoke` of an Unsloth project of the family, in this process (importing unsloth
     once): FastLanguageModel loads the family's tiny model, LoRA reaches its targets, two steps
     train, the merge passes its check and the merged model answers."""
-    from grpo_kit.commands import smoke
-
     spec = FAMILIES[family]
     root = make_project(
         tmp_path / "project", backend="unsloth", tiny_arch=spec.arch,
         chat_template=spec.template, recipe=family_recipe(spec, MATH),
     )  # fmt: skip
+    smoke_passes(root, tmp_path / "smoke", capsys)
+
+
+def smoke_passes(root, output, capsys) -> None:
+    """The project's smoke pipeline on its tiny model, in this process: one answer, a merged
+    model, and the merge check passed."""
+    from grpo_kit.commands import smoke
+
     with chdir(root):
         recipe = sample_recipe(root)
         model = tiny_model.project_tiny_model(root / "tiny", recipe.project, recipe=recipe)
-        answers = smoke.pipeline(
-            ["--model_name_or_path", str(model), "--output_dir", str(tmp_path / "smoke")]
-        )
+        answers = smoke.pipeline(["--model_name_or_path", str(model), "--output_dir", str(output)])
     assert len(answers) == 1 and answers[0].strip()
-    assert (tmp_path / "smoke" / "merged" / "config.json").is_file()
+    assert (output / "merged" / "config.json").is_file()
     assert "merge check passed" in capsys.readouterr().out
 
 
@@ -191,15 +195,5 @@ def test_unsloth_smoke_pipeline_for_each_task(task, tmp_path, capsys):
     """`make smoke` of an Unsloth project of the task, in this process (importing unsloth once,
     not once per project): the task's sample rows and rewards, two steps of training, the merge
     and its check, the merged model answering."""
-    from grpo_kit.commands import smoke
-
     root = make_project(tmp_path / "project", task, backend="unsloth")
-    with chdir(root):
-        recipe = sample_recipe(root)
-        model = tiny_model.project_tiny_model(root / "tiny", recipe.project, recipe=recipe)
-        answers = smoke.pipeline(
-            ["--model_name_or_path", str(model), "--output_dir", str(tmp_path / "smoke")]
-        )
-    assert len(answers) == 1 and answers[0].strip()
-    assert (tmp_path / "smoke" / "merged" / "config.json").is_file()
-    assert "merge check passed" in capsys.readouterr().out
+    smoke_passes(root, tmp_path / "smoke", capsys)
