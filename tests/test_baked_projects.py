@@ -92,8 +92,8 @@ def test_every_task_passes_make_test_and_make_smoke(cookies, variant):
 
 # Offline targets the generated README documents, each run as a user runs it after `make smoke`
 # (SMOKE=1: the smoke run's recipe), small. The task-dependent ones run in every task's cell;
-# the rest once, in the default cell's project, but for those the user journey runs in a default
-# project (JOURNEY_TARGETS: tests/test_user_journey.py).
+# the rest once, in the default cell's project (`try`, `report` and `test`: in the user journey's
+# default project, tests/test_user_journey.py).
 TASK_TARGETS = (
     ("reward-debug", ["ARGS=--limit 2"]),
     ("evaluate", ["SMOKE=1", "ARGS=--limit 4 --max-new-tokens 8"]),
@@ -110,14 +110,11 @@ OTHER_TARGETS = (
 # Targets whose offline run ends in a documented refusal: the preflight on the random tiny model
 # finds no reward that varies within a group, so it prints its table and exits 2 with the advice.
 REFUSING_TARGETS = (("preflight", ["SMOKE=1", "ARGS=--prompts 2"], "error: "),)
-JOURNEY_TARGETS = ("try", "report", "test")
 
 
 def run_the_other_documented_targets(project: Path) -> None:
     """The targets not run per task, in the default project after its smoke run."""
     readme = (project / "README.md").read_text(encoding="utf-8")
-    for target in JOURNEY_TARGETS:
-        assert f"`{target}`" in readme, target  # documented; run by the user journey
     for target, extra in OTHER_TARGETS:
         assert f"`{target}`" in readme, target  # documented
         result = make(project, target, extra=extra)

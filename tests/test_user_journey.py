@@ -56,6 +56,9 @@ def test_user_journey_with_own_data_then_regenerate_for_another_tier(tmp_path):
     assert_ok(make(project, python, env, "install"))
     assert (venv / "bin" / "grpo").is_file()  # grpo-kit, installed from the template's kit/
     assert_ok(run_in(project, str(venv / "bin" / "grpo"), "--help", env=env))
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    for target in ("smoke", "reward-debug", "try", "evaluate", "report", "infer", "test"):
+        assert f"`{target}`" in readme, target  # each target this journey runs is documented
 
     # My data (other column names), my reward module, my settings.
     with (project / "data" / "mine.jsonl").open("w", encoding="utf-8") as handle:
