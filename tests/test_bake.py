@@ -1,5 +1,6 @@
 """Bake every valid combination: exact files, no template leftovers, ruff-clean; refuse the rest."""
 
+import contextlib
 import json
 import re
 import subprocess
@@ -7,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, bake_ok
+from conftest import ROOT, bake_ok, hooks_in_this_process
 from matrix import INVALID, VALID, name, refusal
 
 BASE_FILES = {
@@ -83,7 +84,9 @@ def baked(tmp_path_factory, worker_id):
 
     Baking the whole matrix takes minutes, so parallel workers share one bake: each combination
     is baked once, under its own file lock, and the workers walk the matrix from opposite ends
-    so that they bake different halves and meet in the middle."""
+    so that they bake different halves and meet in the middle. The hooks run in the worker's
+    own process (conftest.hooks_in_this_process); the other tests' bakes start them as
+    cookiecutter does."""
     from cookiecutter.main import cookiecutter
     from filelock import FileLock
 
@@ -98,10 +101,11 @@ def baked(tmp_path_factory, worker_id):
         folder = root / name(combo)
         with FileLock(str(folder) + ".lock"):
             if not (folder / ".complete").is_file():
-                project = cookiecutter(
-                    str(ROOT), no_input=True, extra_context=combo, output_dir=str(folder),
-                    overwrite_if_exists=True, default_config=True,
-                )  # fmt: skip
+                with hooks_in_this_process():
+                    project = cookiecutter(
+                        str(ROOT), no_input=True, extra_context=combo, output_dir=str(folder),
+                        overwrite_if_exists=True, default_config=True,
+                    )  # fmt: skip
                 (folder / ".complete").write_text(project)
         projects[name(combo)] = Path((folder / ".complete").read_text())
     return projects
@@ -162,6 +166,36 @@ def try_bake(tmp_path, **answers):
     except (Exception, SystemExit) as err:  # noqa: BLE001 - the test inspects it
         return output, err
     return output, None
+
+
+def test_hooks_run_in_this_process_bake_what_cookiecutters_hooks_bake(tmp_path):
+    """The bake matrix's in-process hooks write the same project, byte for byte, as
+    cookiecutter's own hook processes."""
+    from cookiecutter.exceptions import FailedHookException
+    from cookiecutter.main import cookiecutter
+
+    combo = next(c for c in VALID if c["task_type"] == "tools" and c["gpu_tier"] == "multi-gpu")
+    trees = []
+    for in_process in (False, True):
+        output = tmp_path / f"in-process-{in_process}"
+        with hooks_in_this_process() if in_process else contextlib.nullcontext():
+            project = Path(cookiecutter(str(ROOT), no_input=True, extra_context=combo,
+                                        output_dir=str(output)))  # fmt: skip
+        trees.append({f: (project / f).read_bytes() for f in files_of(project)})
+    assert trees[0] == trees[1] and trees[0]
+    # A hook that exits non-zero fails the bake, as cookiecutter's process exit does; a hook runs
+    # from the project's folder and leaves this process's folder and import path as they were.
+    from cookiecutter import hooks
+
+    failing, writing = tmp_path / "failing.py", tmp_path / "writing.py"
+    failing.write_text("import sys\nsys.exit(1)\n")
+    writing.write_text("import sys\nsys.path.insert(0, 'x')\nopen('made', 'w').close()\n")
+    folder, path = Path.cwd(), list(sys.path)
+    with hooks_in_this_process():
+        with pytest.raises(FailedHookException, match="exit status: 1"):
+            hooks.run_script(str(failing), tmp_path)
+        hooks.run_script(str(writing), output)
+    assert (output / "made").is_file() and Path.cwd() == folder and sys.path == path
 
 
 @pytest.mark.parametrize("combo", INVALID, ids=name)
