@@ -106,13 +106,39 @@ def default_project(cookies_session) -> Path:
     return bake_ok(cookies_session)
 
 
-FIRST = ("test_unsloth_backend", "test_user_journey")  # the longest chains, longest first
+# The longest chains, longest first, then the check that mostly waits for the package index
+# (tests/test_stack.py: pip resolving the GPU extras), started while the other suite still
+# keeps the cores busy.
+FIRST = ("test_unsloth_backend", "test_user_journey", "test_stack")
+
+
+def deal(items: list, workers: int, long: int) -> list:
+    """`items` reordered for pytest-xdist's worksteal (`--dist worksteal`): it hands the first
+    len/workers items to one worker, the next share to the next, and a worker that runs out
+    steals from the end of another's queue, but never that worker's last two (its running test
+    and the next). The `long` items at the front are dealt round-robin, so that each worker's
+    share starts with its part of them; the short ones follow in each share, and they are what
+    is stolen at the end. Collected in one block, the long tests all fell to one worker, and its
+    last long test ran alone while the other worker idled (2 minutes in a run)."""
+    shares: list[list] = [[] for _ in range(workers)]
+    for number, item in enumerate(items[:long]):
+        shares[number % workers].append(item)
+    rest = iter(items[long:])
+    left = len(items)
+    for place, share in enumerate(shares):
+        size = left // (workers - place)  # worksteal's own split: what is left, evenly
+        share.extend(next(rest) for _ in range(size - len(share)))
+        left -= size
+    dealt = [item for share in shares for item in share]
+    assert len(dealt) == len(items), "a share was dealt more long tests than its size"
+    return dealt
 
 
 def pytest_collection_modifyitems(config, items):
-    """The longest tests first (the Unsloth environment's, the user journey, then the rest of
-    the slow ones: baked projects), so that no long test starts late and ends the run on one
-    worker while the other idles. The sort is stable: each module's tests keep their order."""
+    """The longest tests first (the Unsloth environment's, the user journey, the package index's
+    resolution, then the rest of the slow ones: baked projects), dealt among the workers
+    (`deal`), so that no long test starts late and ends the run on one worker while the other
+    idles. The sort is stable: each module's tests keep their order."""
 
     def rank(item) -> int:
         for place, module in enumerate(FIRST):
@@ -121,3 +147,7 @@ def pytest_collection_modifyitems(config, items):
         return len(FIRST) + (item.get_closest_marker("slow") is None)
 
     items.sort(key=rank)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    long = sum(rank(item) <= len(FIRST) for item in items)
+    if workers > 1 and long <= len(items) // workers:
+        items[:] = deal(items, workers, long)
