@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from . import backends
+from . import backends, startup
 from .errors import UserError
 from .preflight import PROMPTS as PREFLIGHT_PROMPTS
 from .project import Project
@@ -601,7 +601,9 @@ def parse_recipe(
     import os
 
     project = project or load_project()
-    backends.load(project.backend)  # first: Unsloth must be imported before trl
+    # The backend first (Unsloth must be imported before trl), then trl and transformers, with
+    # the garbage collector paused (startup.py; once per process).
+    startup.import_stack(backend=project.backend)
     args = list(sys.argv[1:] if argv is None else argv)
     config, offline, rest = _split_arguments(args)
     parser = recipe_parser(project)
