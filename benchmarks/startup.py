@@ -40,11 +40,11 @@ COLLECTING = [
 ]
 
 
-def cpu_seconds(command: list[str], cwd: Path) -> tuple[float, float]:
+def cpu_seconds(command: list[str], cwd: Path, env: dict) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one run of `command` and its children."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    result = subprocess.run(command, cwd=cwd, env=ENV, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
@@ -60,16 +60,15 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         project = bake(Path(folder))
-        env_note = "the project's package on PYTHONPATH"
-        ENV["PYTHONPATH"] = str(project / "src")
+        env = {**ENV, "PYTHONPATH": str(project / "src")}  # the project's package, uninstalled
         print("the smoke run evaluate reads ...", file=sys.stderr)
-        timed([*AS_SHIPPED, *COMMANDS["smoke"]], project)
+        timed([*AS_SHIPPED, *COMMANDS["smoke"]], project, env)
         for name, command in COMMANDS.items():
             print(f"timing {name} ...", file=sys.stderr)
             shipped, collecting = [], []
             for _ in range(args.runs):
-                shipped.append(cpu_seconds([*AS_SHIPPED, *command], project))
-                collecting.append(cpu_seconds([*COLLECTING, *command], project))
+                shipped.append(cpu_seconds([*AS_SHIPPED, *command], project, env))
+                collecting.append(cpu_seconds([*COLLECTING, *command], project, env))
             cpu_a = statistics.median(c for c, _ in shipped)
             cpu_b = statistics.median(c for c, _ in collecting)
             wall_a = statistics.median(w for _, w in shipped)
@@ -81,7 +80,7 @@ def main() -> None:
     print("| --- | --- | --- | --- |")
     for row in rows:
         print("| " + " | ".join(row) + " |")
-    print(f"\nMedians of {args.runs} alternated runs each, {env_note}. Machine: {machine()}; "
+    print(f"\nMedians of {args.runs} alternated runs each. Machine: {machine()}; "
           f"`python benchmarks/startup.py --runs {args.runs}`.")  # fmt: skip
 
 
