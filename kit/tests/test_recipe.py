@@ -18,16 +18,10 @@ from grpo_kit.recipe import LOCAL_RECIPE, Layer, parse_recipe
 
 # A recipe as grpo-template writes it for a GPU tier (Qwen3.5-2B, 24GB, math, transformers):
 # bf16, vLLM colocated, every GRPOConfig field the template sets.
+# As grpo-template writes it: the task's data mapping, system prompt, rewards and weights are
+# task.py's (recipe.TASK_OWNED, DATA_FIELDS), never restated here.
 GPU_RECIPE = r"""
-dataset_name: openai/gsm8k
-dataset_config: main
-dataset_train_split: train
-dataset_test_split: test
-prompt_column: question
-answer_column: answer
-system_prompt: "You solve math problems: think in <think> </think>, answer in <answer> </answer>."
 max_prompt_tokens: 384
-reward_funcs: [math_correctness, strict_format, partial_format, soft_overlong]
 health_zero_std_max: 0.8
 health_kl_max: 0.5
 health_entropy_min: 0.05
@@ -44,7 +38,6 @@ lora_alpha: 64
 lora_dropout: 0.0
 lora_target_modules: [".*language_model.*\\.(q_proj|k_proj|v_proj|o_proj|up_proj|down_proj)"]
 output_dir: outputs/qwen3.5-2b-math-grpo
-reward_weights: [2.0, 0.5, 0.5, 0.5]
 learning_rate: 1.0e-05
 lr_scheduler_type: cosine
 warmup_steps: 10
@@ -167,7 +160,7 @@ def test_recipe_loads_into_installed_grpo_config_and_model_config(
 
     project_here(tmp_path / "project", monkeypatch, task, backend=backend, recipe=text, tier=tier)
     recipe = parse()
-    script_args, task_args, backend_args, training_args, model_args, project = recipe
+    script_args, task_args, backend_args, training_args, model_args, project, _ = recipe
     assert isinstance(training_args, GRPOConfig)
     assert isinstance(model_args, ModelConfig)
     assert project.task.name == task and project.backend == backend
@@ -228,10 +221,11 @@ def test_batch_arithmetic_is_valid(gpu_project, offline):
 
 
 def test_rewards_and_weights_line_up(gpu_project):
-    values = recipe_values()
-    assert len(values["reward_weights"]) == len(values["reward_funcs"])
+    recipe = parse()
+    names, weights = recipe.script.reward_funcs, recipe.training.reward_weights
+    assert len(weights) == len(names)
     table = load().task.reward_table
-    for name in values["reward_funcs"]:
+    for name in names:
         assert name in table or "." in name
 
 
@@ -269,7 +263,7 @@ def test_the_default_recipe_is_configs_grpo_yaml(cpu_project):
 
 
 def test_smoke_overrides_make_any_recipe_cpu_and_tiny(gpu_project):
-    script_args, _, _, training_args, model_args, _ = parse_recipe(["--config", RECIPE, "--smoke"])
+    script_args, _, _, training_args, model_args, *_ = parse_recipe(["--config", RECIPE, "--smoke"])
     assert training_args.use_cpu and not training_args.bf16 and not training_args.fp16
     assert not model_args.load_in_4bit and not training_args.use_vllm
     assert model_args.model_name_or_path == "outputs/tiny-model"
@@ -277,7 +271,7 @@ def test_smoke_overrides_make_any_recipe_cpu_and_tiny(gpu_project):
     assert training_args.output_dir == str(recipes.SMOKE_OUTPUT_DIR)
     assert training_args.max_steps == 2
     assert script_args.smoke
-    assert script_args.reward_funcs == recipe_values()["reward_funcs"]
+    assert script_args.reward_funcs == [r.name for r in load().task.rewards]
 
 
 def test_a_gpu_recipe_parses_read_only_on_any_machine(gpu_project):

@@ -5,10 +5,13 @@ A recipe is one flat mapping whose keys are fields of five dataclasses: `ScriptA
 task.py), the backend's (`backends`), TRL's `GRPOConfig` (training) and `ModelConfig` (model,
 LoRA). `parse_recipe(argv)` builds it from these layers, each overriding the ones before it:
 
-1. the dataclasses' defaults (each default exists once, in its dataclass), then the task's (its
-   data mapping, system prompt, rewards and weights: `Task.recipe_defaults`);
+1. the dataclasses' defaults (each default exists once, in its dataclass), then the task's: its
+   data mapping, system prompt, rewards and weights (`Task.recipe_defaults`). Their one home is
+   the project's task.py (`TASK_OWNED`, `DATA_FIELDS`): the generated recipe does not restate
+   them, and a recipe file that sets one is reported (`shadowed_task_values`);
 2. the recipe file: `configs/grpo.yaml`, unless `--config PATH` (or `--config=PATH`) names one;
-3. `configs/local.yaml`, yours (regeneration never touches it), on top of the generated recipe;
+3. `configs/local.yaml`, yours (regeneration never touches it), on top of the generated recipe:
+   the place for YOUR data mapping (it overrides the task's default data);
 4. one more layer a command adds: a stage's keys (`commands/stages.py`), or, for a command
    that reads data offline (reward-debug, the project's tests), the sample data with its own
    columns while the recipe still names the task's default data (`offline_data_values`);
@@ -26,17 +29,20 @@ LoRA). `parse_recipe(argv)` builds it from these layers, each overriding the one
 The merged values become the parser's defaults and the command line is parsed on top, by TRL's
 own `TrlParser`; no temporary file, no rewriting of arguments. A key that the installed TRL does
 not know fails with the layer that holds it, which is how stale tutorial fields are caught early.
-The parsed `Recipe` carries the `Project` it was parsed for (`recipe.project`, with its task).
+The parsed `Recipe` carries the `Project` it was parsed for (`recipe.project`, with its task) and
+where each value came from (`recipe.origins`, which `grpo recipe --explain` prints).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import NamedTuple
 
 from . import backends, startup
@@ -44,11 +50,28 @@ from .errors import UserError
 from .preflight import PROMPTS as PREFLIGHT_PROMPTS
 from .project import Project
 from .project import load as load_project
+from .rows import is_local
 
 DEFAULT_RECIPE = Path("configs/grpo.yaml")
 # Yours: the template never writes it, so regenerating the project (cruft update, replay) keeps
 # it. Its keys are applied on top of the generated recipe: your data mapping, prompts, steps.
 LOCAL_RECIPE = Path("configs/local.yaml")
+
+# The recipe fields whose one home is the project's task.py (`TASK`: its rewards with their
+# weights and the system prompt that states the format they check). A recipe file that sets one
+# shadows task.py, and is reported (`shadowed_task_values`); a stage (configs/stages.yaml) picks
+# its own rewards by design, and the command line is a one-off.
+TASK_OWNED = ("reward_funcs", "reward_weights", "system_prompt")
+# The task's default data mapping (`DataDefaults`, in task.py): your data goes in
+# configs/local.yaml (or a recipe of your own); the generated configs/grpo.yaml never holds it.
+DATA_FIELDS = (
+    "dataset_name",
+    "dataset_config",
+    "dataset_train_split",
+    "dataset_test_split",
+    "prompt_column",
+    "answer_column",
+)
 
 
 @dataclass
@@ -254,16 +277,19 @@ def sample_data_values(project: Project) -> dict:
 
 
 def names_default_data(project: Project, values: Mapping[str, object]) -> bool:
-    """Whether recipe values (the layers merged so far) still name the task's default data: its
-    dataset (`DataDefaults.dataset_name`, what the generated recipe writes) or the shipped sample
-    itself. A recipe naming other data (configs/local.yaml: your file, your Hub dataset) is
-    yours, with your columns, labels and schema."""
+    """Whether recipe values (the layers merged so far) name data an offline run replaces with the
+    shipped sample: the task's default Hub dataset (`DataDefaults.dataset_name` in task.py, which
+    needs the Hub) or the sample itself. A local file named in task.py is read as it is, and a
+    recipe naming other data (configs/local.yaml: your file, your Hub dataset) is yours, with
+    your columns, labels and schema."""
     data = project.task.data
     name = str(values.get("dataset_name") or data.dataset_name)
-    if name == data.dataset_name:
-        return values.get("dataset_config", data.dataset_config) == data.dataset_config
     sample = project.root / data.sample
-    return (project.root / name).resolve() == sample.resolve()
+    if (project.root / name).resolve() == sample.resolve():
+        return True
+    if name == data.dataset_name and not is_local(name):
+        return values.get("dataset_config", data.dataset_config) == data.dataset_config
+    return False
 
 
 def offline_data_values(project: Project, values: Mapping[str, object]) -> dict:
@@ -419,6 +445,9 @@ class Recipe(NamedTuple):
     training: object  # trl.GRPOConfig
     model: object  # trl.ModelConfig
     project: Project
+    # {field: the layer that set it} for every field a layer or the command line set (the rest
+    # are the dataclasses' defaults): what `grpo recipe --explain` prints.
+    origins: Mapping[str, str] = MappingProxyType({})
 
     def reward_settings(self) -> dict:
         """What parameterised rewards take from the recipe (bound by `rewards.resolve`)."""
@@ -448,12 +477,81 @@ def recipe_parser(project: Project):
     )
 
 
+# Layer kinds: which part of the recipe a layer is (`shadowed_task_values` reads them).
+TASK_LAYER, FILE_LAYER, LOCAL_LAYER = "task", "file", "local"
+COMMAND_LINE = "the command line"
+
+
 @dataclass(frozen=True)
 class Layer:
-    """Recipe values and where they come from (named in errors)."""
+    """Recipe values and where they come from (named in errors and by `--explain`); `kind`
+    says which part of the recipe it is (a recipe file, local.yaml, task.py, anything else)."""
 
     source: str
     values: Mapping[str, object]
+    kind: str = "other"
+
+
+def task_source(project: Project) -> str:
+    """The task's file as a user finds it: `src/<package>/task.py`."""
+    module = project.module("task")
+    path = Path(getattr(module, "__file__", "") or f"src/{project.package}/task.py")
+    try:
+        return path.resolve().relative_to(project.root.resolve()).as_posix()
+    except ValueError:  # a package installed elsewhere (the kit's own starters, in its tests)
+        return f"{project.package.replace('.', '/')}/task.py"
+
+
+def shadowed_task_values(layers: Sequence[Layer], task_file: str) -> list[str]:
+    """One line per recipe file that sets what task.py owns (`TASK_OWNED`; `DATA_FIELDS` too
+    when it is the generated recipe, which never holds them: your data goes in local.yaml)."""
+    notes = []
+    for layer in layers:
+        if layer.kind not in (FILE_LAYER, LOCAL_LAYER):
+            continue
+        owned = TASK_OWNED
+        generated = layer.kind == FILE_LAYER and Path(layer.source) == DEFAULT_RECIPE
+        if generated:
+            owned += DATA_FIELDS
+        keys = [key for key in owned if key in layer.values]
+        if not keys:
+            continue
+        where = "configs/local.yaml" if generated else task_file
+        data = [k for k in keys if k in DATA_FIELDS]
+        notes.append(
+            f"recipe: {layer.source} sets {', '.join(keys)}, which {task_file} owns (TASK): "
+            f"the run uses {layer.source}'s value, so editing {task_file} changes nothing. "
+            f"Set {'the task values' if not data else 'them'} in {task_file}"
+            + (f" (your data: {where})" if data else "")
+            + f" and remove them from {layer.source} (a one-off run: --{keys[0]} ...)"
+        )
+    return notes
+
+
+def left_out_rewards(recipe: Recipe, layers: Sequence[Layer]) -> list[str]:
+    """One line when the recipe trains without some of the task's rewards (a recipe file, local.yaml
+    or the command line set `reward_funcs` to fewer), or its weights do not match its rewards.
+    A stage's own reward set (configs/stages.yaml: another layer) is by design, not reported."""
+    notes = []
+    origin = recipe.origins.get("reward_funcs", "")
+    files = {layer.source for layer in layers if layer.kind in (FILE_LAYER, LOCAL_LAYER)}
+    names = list(recipe.script.reward_funcs)
+    if origin in files or origin == COMMAND_LINE:
+        missing = [r.name for r in recipe.project.task.rewards if r.name not in names]
+        if missing:
+            notes.append(
+                f"recipe: reward_funcs (from {origin or 'the defaults'}) leaves out "
+                f"{', '.join(missing)} of the task's rewards: they are not trained"
+            )
+    weights = recipe.training.reward_weights
+    expected = len(names) + (1 if recipe.script.reward_model else 0)
+    if weights is not None and len(weights) != expected:
+        notes.append(
+            f"recipe: reward_weights (from {recipe.origins.get('reward_weights', 'the defaults')}) "
+            f"has {len(weights)} values for {expected} rewards: one weight per reward_funcs "
+            "entry (and one more, last, for a reward_model)"
+        )
+    return notes
 
 
 def _mapping(path: Path) -> dict:
@@ -497,11 +595,11 @@ def recipe_layers(
     `offline_data`: a command that reads data offline (reward-debug, the project's tests) reads
     the sample while the recipe names the task's default data (`offline_data_values`)."""
     defaults = project.task.recipe_defaults()
-    layers = [Layer(f"the {project.task.name} task's defaults (task.py)", defaults)]
+    layers = [Layer(task_source(project), defaults, TASK_LAYER)]
     if config is not None:
-        layers.append(Layer(str(config), _mapping(config)))
+        layers.append(Layer(str(config), _mapping(config), FILE_LAYER))
         if uses_local(config):
-            layers.append(Layer(str(LOCAL_RECIPE), _mapping(LOCAL_RECIPE)))
+            layers.append(Layer(str(LOCAL_RECIPE), _mapping(LOCAL_RECIPE), LOCAL_LAYER))
     if extra is not None:
         layers.append(extra)
     if offline_data:
@@ -651,12 +749,62 @@ def parse_recipe(
             f"recipe: the command line: unknown option(s) {' '.join(unused)}: not a field of the "
             "installed TRL or of this project (a typo? `--help` lists the fields)"
         )
-    recipe = Recipe(*parsed[:5], project=project)
+    given = {a.split("=")[0][2:] for a in rest if a.startswith("--")}
+    origins.update(dict.fromkeys(given & fields, COMMAND_LINE))
+    recipe = Recipe(*parsed[:5], project=project, origins=MappingProxyType(origins))
     if not read_only:
+        log = logging.getLogger(__name__)
+        notes = shadowed_task_values(layers, layers[0].source) + left_out_rewards(recipe, layers)
+        for note in notes:
+            _report_once(log, note)
         vllm = recipe.training.use_vllm or bool(getattr(recipe.backend, "fast_inference", False))
         found = sampling_bias(recipe.training, vllm)
         if found:
-            given = {a.split("=")[0][2:] for a in rest if a.startswith("--")}
-            origins.update(dict.fromkeys(given, "the command line"))
-            logging.getLogger(__name__).warning(sampling_bias_message(found, origins))
+            log.warning(sampling_bias_message(found, origins))
     return recipe
+
+
+@functools.lru_cache(maxsize=64)
+def _report_once(log, note: str) -> None:
+    """A recipe note once per process (commands parse the recipe more than once)."""
+    log.warning(note)
+
+
+class Explained(NamedTuple):
+    """One value a layer of the recipe sets: where, and whether a later layer overrides it."""
+
+    field: str
+    value: object
+    source: str
+    overridden_by: str | None  # the later layer (or the command line) whose value the run uses
+
+
+def explain(
+    argv: Sequence[str] | None = None, *, project: Project | None = None
+) -> tuple[list[Explained], list[str]]:
+    """Every value the recipe's layers and the command line set, in layer order, each with the
+    file that set it and the later one that overrides it (`grpo recipe --explain`), and the
+    recipe's notes (task values a recipe file shadows, rewards left out). The recipe is parsed
+    too (read-only), so a value the installed TRL refuses fails here as it would in a run."""
+    project = project or load_project()
+    args = list(sys.argv[1:] if argv is None else argv)
+    recipe = parse_recipe(args, read_only=True, project=project)
+    config, offline, rest = _split_arguments(args)
+    parser = recipe_parser(project)
+    fields = {f.name for t in parser.dataclass_types for f in dataclasses.fields(t)}
+    layers = recipe_layers(config, project=project, fields=fields, offline=offline)
+    last = {key: layer.source for layer in layers for key in layer.values if key != "env"}
+    last.update({k: v for k, v in recipe.origins.items() if v == COMMAND_LINE})
+    found = [
+        Explained(key, value, layer.source, None if last[key] == layer.source else last[key])
+        for layer in layers
+        for key, value in layer.values.items()
+        if key != "env"
+    ]
+    parts = [recipe.script, recipe.task, recipe.backend, recipe.training, recipe.model]
+    for key, origin in recipe.origins.items():
+        if origin == COMMAND_LINE:
+            value = next(getattr(part, key) for part in parts if hasattr(part, key))
+            found.append(Explained(key, value, COMMAND_LINE, None))
+    notes = shadowed_task_values(layers, layers[0].source) + left_out_rewards(recipe, layers)
+    return found, notes
