@@ -19,7 +19,7 @@ def launch_command(plan) -> str:
         return "sbatch scripts/multinode.sbatch (grpo launch on each node)"
     if plan.processes > 1 or plan.vllm_mode == "server":
         return "grpo launch (vLLM server + accelerate launch)"
-    return "make train (grpo train --config configs/grpo.yaml: src/<package>/train.py)"
+    return "make train (grpo train --config configs/grpo.yaml)"
 
 
 def train_command(plan) -> str:

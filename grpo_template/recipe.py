@@ -34,6 +34,17 @@ class Entry:
 class Section:
     title: str
     entries: tuple[Entry, ...]
+    notes: tuple[str, ...] = ()  # comment lines under the title
+
+
+# What the recipe leaves to the task (grpo_kit.recipe.TASK_OWNED and DATA_FIELDS: task.py is
+# their one home), said once at the top of its data section.
+TASK_VALUES_NOTE = (
+    "The task's data mapping, system prompt, rewards and their weights live in",
+    "src/<package>/task.py (TASK): change them there, their one home. Your own data goes in",
+    "configs/local.yaml (dataset_name, prompt_column, answer_column, ...). `make recipe` prints",
+    "every value in force and the file that set it.",
+)
 
 
 # Warm-up as a share of the run (transformers 5 has no warmup_ratio): 10 of the GPU tiers' 500
@@ -56,48 +67,24 @@ def run_name(plan: Plan) -> str:
 
 def sections(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> list[Section]:
     task, model, tier = plan.task, plan.model, plan.tier
-    rewards = task.rewards
+    notes = list(TASK_VALUES_NOTE)
+    if model.system_prompt_handling:
+        notes.append(f"The system prompt with {model.hub_id}: {model.system_prompt_handling}.")
+    if task.test_split == task.train_split:
+        notes.append(
+            "The task's default dataset has one split: evaluate on your own held-out data "
+            "(make evaluate ARGS='--dataset_name FILE')."
+        )
     data = Section(
-        "data and prompts (grpo_kit.recipe.ScriptArguments; defaults: src/<package>/task.py)",
+        "data and prompts (grpo_kit.recipe.ScriptArguments)",
         (
-            Entry(
-                "dataset_name", task.dataset_name, "Hub id, or a local .jsonl/.csv/.parquet file"
-            ),
-            Entry("dataset_config", task.dataset_config, "Hub dataset configuration"),
-            Entry("dataset_train_split", task.train_split),
-            Entry(
-                "dataset_test_split",
-                task.test_split,
-                "held out for evaluation"
-                if task.test_split != task.train_split
-                else "this dataset has one split: evaluate on your own held-out data "
-                "(make evaluate ARGS='--dataset_name FILE')",
-            ),
-            Entry("prompt_column", task.prompt_column, "column with the question"),
-            Entry("answer_column", task.answer_column, "column with the gold answer"),
-            Entry(
-                "system_prompt",
-                task.system_prompt,
-                "; ".join(
-                    n
-                    for n in (
-                        "states the output format the rewards check",
-                        model.system_prompt_handling,
-                    )
-                    if n
-                ),
-            ),
             Entry(
                 "max_prompt_tokens",
                 plan.max_prompt_tokens,
                 "longer prompts are dropped (and counted); TRL never truncates prompts",
             ),
-            Entry(
-                "reward_funcs",
-                [r.name for r in rewards],
-                "; ".join(f"{r.name}: {r.why}" for r in rewards),
-            ),
         ),
+        tuple(notes),
     )
     model_entries = [
         Entry("model_name_or_path", model.hub_id, _model_comment(plan)),
@@ -144,7 +131,6 @@ def sections(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> l
         "training (trl.GRPOConfig)",
         (
             Entry("output_dir", f"outputs/{run_name(plan)}", "checkpoints, adapter, logs"),
-            Entry("reward_weights", [r.weight for r in rewards], "one per reward_funcs entry"),
             Entry("learning_rate", plan.learning_rate, _lr_comment(plan)),
             Entry("lr_scheduler_type", "cosine", "decay to 0 by max_steps"),
             Entry(
@@ -231,7 +217,7 @@ def render_file(header: str, memory: str, notes, parts: list[Section]) -> str:
     lines += [f"# Memory estimate per device: {memory}."]
     lines += [f"# NOTE: {note}." for note in notes]
     for section in parts:
-        lines += ["", f"# --- {section.title} ---"]
+        lines += ["", f"# --- {section.title} ---", *(f"# {note}" for note in section.notes)]
         for entry in section.entries:
             line = f"{entry.key}: {yaml_scalar(entry.value)}"
             if entry.comment:

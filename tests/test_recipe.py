@@ -58,11 +58,24 @@ def test_recipe_is_the_plan_and_every_value_is_explained(combo):
         ("Qwen/Qwen3.5-2B", None),  # a system turn of its own: nothing to say
     ],
 )
-def test_the_system_prompt_comment_says_how_the_models_template_writes_it(model, says):
+def test_the_system_prompt_note_says_how_the_models_template_writes_it(model, says):
+    """The system prompt itself is task.py's; the recipe notes how this model's template writes
+    it, where that is unusual."""
     combo = next(c for c in VALID if c["model"] == model)
-    line = next(x for x in rendered(combo)[1].splitlines() if x.startswith("system_prompt:"))
-    comment = line.split("  # ", 1)[1]
-    assert (says in comment) if says else comment == "states the output format the rewards check"
+    notes = [x for x in rendered(combo)[1].splitlines() if x.startswith("# The system prompt")]
+    assert (len(notes) == 1 and says in notes[0]) if says else notes == []
+
+
+@pytest.mark.parametrize("combo", VALID, ids=name)
+def test_the_recipe_restates_nothing_task_py_owns(combo):
+    """issue 37: task.py is the one home of the rewards, weights, system prompt and default
+    data; a generated recipe that restated them shadowed every edit of task.py, silently."""
+    from grpo_kit.recipe import DATA_FIELDS, TASK_OWNED
+
+    answers, text = rendered(combo)
+    loaded = yaml.safe_load(text)
+    assert not set(loaded) & {*TASK_OWNED, *DATA_FIELDS}
+    assert "task.py (TASK): change them there" in text.replace("\n# ", " ")
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +124,7 @@ def test_recipe_loads_into_the_installed_trl(combo, project_parsers, tmp_path):
     path = tmp_path / "grpo.yaml"
     path.write_text(text, encoding="utf-8")
     parse = project_parsers[combo["task_type"]]
-    script_args, _, _, training_args, model_args, _ = parse(
+    script_args, _, _, training_args, model_args, *_ = parse(
         ["--config", str(path), "--use_cpu", "true"]
     )
     plan = answers.plan

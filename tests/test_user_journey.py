@@ -1,8 +1,9 @@
 """A new user's journey, walked as the READMEs tell it: generate with the README's `cookiecutter
 ... --no-input`, install in a fresh virtual environment, bring your own data (other column
-names) and a reward module, then smoke, reward-debug, the CPU trial, evaluate / report / infer
-on the smoke run, the project's own `make test`, and `cruft update` to another tier (the
-project carries the .cruft.json cruft reads). Every step must pass as documented."""
+names) and a reward module (added to task.py's table), then smoke, the recipe in force,
+reward-debug, the CPU trial, evaluate / report / infer on the smoke run, the project's own
+`make test`, and `cruft update` to another tier (the project carries the .cruft.json cruft
+reads). Every step must pass as documented."""
 
 import json
 import os
@@ -30,14 +31,25 @@ from grpo_kit.rewards import reward
 def brevity(completion: str, **row) -> float:
     return 1.0 if len(completion) < 400 else 0.0
 '''
-MY_SETTINGS = """# my data and rewards (the template never writes this file)
+MY_SETTINGS = """# my data (the template never writes this file)
 dataset_name: data/mine.jsonl
 prompt_column: q
 answer_column: a
 dataset_test_split: train
-reward_funcs: [math_correctness, strict_format, my_grpo_project.my_rewards.brevity]
-reward_weights: [2.0, 0.5, 0.2]
 """
+
+
+def add_my_reward(task: Path) -> None:
+    """My reward joins the task's table in task.py, the one home of the rewards and weights."""
+    text = task.read_text(encoding="utf-8")
+    for old, new in (
+        ("from . import rewards\n", "from . import my_rewards, rewards\n"),
+        ("    ),\n    user_message=", '        Reward(my_rewards.brevity, 0.2, "short"),\n    ),\n'
+         "    user_message="),
+    ):  # fmt: skip
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    task.write_text(text, encoding="utf-8")
 
 
 def make(project: Path, python: str, env: dict, *targets: str, timeout: int = 1500):
@@ -57,19 +69,25 @@ def test_user_journey_with_own_data_then_regenerate_for_another_tier(tmp_path):
     assert (venv / "bin" / "grpo").is_file()  # grpo-kit, installed from the template's kit/
     assert_ok(run_in(project, str(venv / "bin" / "grpo"), "--help", env=env))
     readme = (project / "README.md").read_text(encoding="utf-8")
-    for target in ("smoke", "reward-debug", "try", "evaluate", "report", "infer", "test"):
+    for target in ("smoke", "recipe", "reward-debug", "try", "evaluate", "report", "infer", "test"):
         assert f"`{target}`" in readme, target  # each target this journey runs is documented
 
     # My data (other column names), my reward module, my settings.
     with (project / "data" / "mine.jsonl").open("w", encoding="utf-8") as handle:
         handle.writelines(json.dumps(row) + "\n" for row in MY_DATA)
     (project / "src/my_grpo_project/my_rewards.py").write_text(MY_REWARD)
+    add_my_reward(project / "src/my_grpo_project/task.py")
     (project / "configs/local.yaml").write_text(MY_SETTINGS)
     smoke_before = project / "outputs" / "smoke" / "keep-me.txt"  # tests never touch outputs/
 
     smoke = make(project, python, env, "smoke")
     assert_ok(smoke)
     assert "smoke passed" in smoke.stdout
+    assert "which src/my_grpo_project/task.py owns" not in smoke.stderr  # nothing shadows it
+    explained = make(project, python, env, "recipe")
+    assert_ok(explained)
+    assert "# src/my_grpo_project/task.py" in explained.stdout
+    assert "brevity" in explained.stdout and "dataset_name: data/mine.jsonl" in explained.stdout
     smoke_before.write_text("mine")
     debug = make(project, python, env, "reward-debug")
     assert_ok(debug)

@@ -50,7 +50,9 @@ def resolve(
     """Callables for the recipe's `reward_funcs`, in order, looked up in `table` (the task's
     rewards), with the recipe settings they take (`Recipe.reward_settings()`) bound."""
     if not names:
-        raise UserError("reward_funcs is empty: list at least one reward in configs/grpo.yaml")
+        raise UserError(
+            "reward_funcs is empty: the task's rewards are TASK.rewards in src/<package>/task.py"
+        )
     funcs = []
     for name in names:
         func = _resolve_one(name, table)
