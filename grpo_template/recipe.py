@@ -244,6 +244,7 @@ WATCHED = (
     "health_stop_on_fatal",
     "adaptive_reward_weights",
     "reward_model",
+    "reward_model_weight",
 )
 
 

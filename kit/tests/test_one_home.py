@@ -221,3 +221,17 @@ def test_explain_refuses_what_a_run_refuses(tmp_path, monkeypatch):
     LOCAL_RECIPE.write_text("max_prompt_length: 512\n")  # a field TRL 1.16 removed
     with pytest.raises(UserError, match="configs/local.yaml: unknown field"):
         recipe_command.show([])
+
+
+def test_a_reward_model_gets_its_own_weight_after_the_tasks(tmp_path, monkeypatch, caplog):
+    """Turning a reward model on in local.yaml used to mean restating task.py's weights with one
+    more at the end; its weight is now a field of its own."""
+    own_project(tmp_path, monkeypatch)
+    LOCAL_RECIPE.write_text("reward_model: some/rm\nreward_model_weight: 0.25\n")
+    with caplog.at_level(logging.WARNING):
+        recipe = train_recipe()
+    assert recipe.training.reward_weights == [2.0, 0.5, 0.5, 0.5, 0.25]
+    assert notes_of(caplog) == []
+    # Weights given whole (the 0.2 way) still stand as given.
+    LOCAL_RECIPE.write_text("reward_model: some/rm\nreward_weights: [1.0, 1.0, 1.0, 1.0, 3.0]\n")
+    assert train_recipe().training.reward_weights[-1] == 3.0

@@ -118,7 +118,13 @@ class ScriptArguments:
         default=None,
         metadata={
             "help": "a sequence-classification reward model (Hub id or folder), scored with the "
-            "functions; add its weight last to reward_weights"
+            "functions, weighted by reward_model_weight"
+        },
+    )
+    reward_model_weight: float = field(
+        default=1.0,
+        metadata={
+            "help": "the reward model's weight, after the task's (task.py's weights stay theirs)"
         },
     )
     # --- health checks (callbacks/health.py): thresholds on what TRL logs ---
@@ -752,6 +758,7 @@ def parse_recipe(
     given = {a.split("=")[0][2:] for a in rest if a.startswith("--")}
     origins.update(dict.fromkeys(given & fields, COMMAND_LINE))
     recipe = Recipe(*parsed[:5], project=project, origins=MappingProxyType(origins))
+    _weigh_the_reward_model(recipe)
     if not read_only:
         log = logging.getLogger(__name__)
         notes = shadowed_task_values(layers, layers[0].source) + left_out_rewards(recipe, layers)
@@ -762,6 +769,16 @@ def parse_recipe(
         if found:
             log.warning(sampling_bias_message(found, origins))
     return recipe
+
+
+def _weigh_the_reward_model(recipe: Recipe) -> None:
+    """With a reward model, TRL wants one weight per reward function and one for the model,
+    last: the task's weights (one per reward) get `reward_model_weight` appended, so turning a
+    reward model on never means restating task.py's weights."""
+    script, training = recipe.script, recipe.training
+    weights = training.reward_weights
+    if script.reward_model and weights is not None and len(weights) == len(script.reward_funcs):
+        training.reward_weights = [*weights, float(script.reward_model_weight)]
 
 
 @functools.lru_cache(maxsize=64)
