@@ -90,7 +90,7 @@ def tier_summary(plan) -> str:
     tier = plan.tier
     if tier.gpus <= 1:
         return tier.label
-    return f"{tier.nodes} node(s) of {tier.gpus_per_node} x {tier.memory_gib:g} GB GPUs"
+    return f"{tier.nodes} node(s) of {tier.gpus_per_node} x {tier.memory_gib:g} GiB GPUs"
 
 
 def recipe_header(answers: Answers) -> str:
