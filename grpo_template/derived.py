@@ -84,6 +84,15 @@ def distribution(plan) -> str:
     return f"{processes} on {plan.tier.nodes} node(s) with {plan.accelerate_config}{server}"
 
 
+def tier_summary(plan) -> str:
+    """The tier in the generated README: the question's label, or for several GPUs the sizes
+    the answers gave (the label says they are asked next)."""
+    tier = plan.tier
+    if tier.gpus <= 1:
+        return tier.label
+    return f"{tier.nodes} node(s) of {tier.gpus_per_node} x {tier.memory_gib:g} GiB GPUs"
+
+
 def recipe_header(answers: Answers) -> str:
     plan = answers.plan
     return (
@@ -98,10 +107,12 @@ def recipe_header(answers: Answers) -> str:
 
 
 def rewards_table(answers: Answers) -> str:
-    """Markdown table of the task's rewards, as the recipe lists them."""
-    lines = ["| reward | weight | what it checks |", "| --- | ---: | --- |"]
+    """The generated README's table of the task's rewards: names and what each checks. The
+    weights are not in it: their one home is the project's task.py (`TASK.rewards`), which the
+    user edits and `grpo recipe --explain` shows; a number here would go stale."""
+    lines = ["| reward | what it checks |", "| --- | --- |"]
     for reward in answers.task.rewards:
-        lines.append(f"| `{reward.name}` | {reward.weight:g} | {reward.why} |")
+        lines.append(f"| `{reward.name}` | {reward.why} |")
     return "\n".join(lines)
 
 
@@ -229,6 +240,7 @@ def _values(answers: Answers) -> dict:
         "mode": plan.mode,
         "memory_summary": plan.memory.summary(),
         "tier_label": plan.tier.label,
+        "tier_summary": tier_summary(plan),
         "task_label": plan.task.label,
         "dataset_note": plan.task.dataset_note,
         "gated": plan.model.gated,
@@ -244,11 +256,6 @@ def _values(answers: Answers) -> dict:
         "train_command": train_command(plan),
         "smoke_distributed_command": smoke_distributed_command(plan),
         "post_install": post_install(answers.backend),
-        "checkpointing_key": recipe.checkpointing_key(plan),
-        "vllm_share_advice": "turn `fast_inference` off (Unsloth's standby vLLM sets its own "
-        "share of the GPU)"
-        if answers.backend == "unsloth"
-        else "lower `vllm_gpu_memory_utilization` (vLLM's share)",
         "stack_summary": stack.summary(answers.backend),
         "distribution": distribution(plan),
         "example_prompt": plan.task.example_prompt,
@@ -256,12 +263,11 @@ def _values(answers: Answers) -> dict:
         "stages_yaml": stages_recipe.render(plan),
         "metric_note": plan.task.metric_note,
         "tracker_note": recipe.TRACKER_NOTES[answers.tracker],
-        "reward_weights_plus_one": " ".join(f"{r.weight:g}" for r in plan.task.rewards) + " 0.5",
-        "first_reward": plan.task.rewards[0].name,
         "sources_table": sources_table(answers),
         "algorithm_table": algorithms.readme_table(answers.algorithm),
         "algorithm_paper": "{0.paper}, arXiv:{0.arxiv}".format(algorithms.get(answers.algorithm)),
-        "correctness_reward": next(r.name for r in plan.task.rewards if r.kind == "correctness"),
+        "kit_requirement": kit.requirement(),
+        "kit_version": kit.VERSION,
     }
 
 

@@ -37,7 +37,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "export": ("commands.export", "main", "hand over to verl or OpenRLHF: data, rewards, launch"),
     "tiny-model": ("offline.tiny_model", "main", "write the tiny offline model"),
     "acceptance": ("commands.acceptance", "main", "GPU acceptance cases: peak vs estimate"),
+    "docs": ("commands.docs", "main", "the kit's manual, as installed: topics, or one printed"),
 }
+# Commands that need no project (nor the training stack): they run anywhere.
+NO_PROJECT = ("docs",)
 # Commands that never load the project's backend (TRL's own trainers, no Unsloth patches).
 NO_BACKEND = ("reward-model", "tiny-model", "acceptance")
 HELP = {"-h", "--help"}
@@ -90,9 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The backend (Unsloth first), the command and the training stack are imported with the
         # garbage collector paused, then frozen out of its reach (startup.py: 2-3 s of CPU).
         with startup.collector_paused():
-            _load_project(name)
+            if name not in NO_PROJECT:
+                _load_project(name)
             target = _target(name)
-            if not HELP & set(rest):
+            if name not in NO_PROJECT and not HELP & set(rest):
                 startup.import_stack()
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
