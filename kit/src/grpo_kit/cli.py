@@ -2,9 +2,10 @@
 `--help`). Run it from the project's folder: it reads the project from `pyproject.toml`
 (`[tool.grpo]`) and the recipe from `configs/`.
 
-`grpo train`, `grpo merge` and `grpo infer` run the project's own scripts (its `train.py`,
-`merge.py` and `infer.py`, yours to edit); every other command is the kit's. With the Unsloth
-backend, `import unsloth` comes first, before anything imports trl or transformers.
+`grpo train`, `grpo merge` and `grpo infer` run the kit's own flow, calling a script the
+project declares (`grpo eject train|merge|infer`, `[tool.grpo.scripts]`) through its one
+documented function; every other command is the kit's. With the Unsloth backend, `import
+unsloth` comes first, before anything imports trl or transformers.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from collections.abc import Sequence
 
 from . import __version__, startup
 
-# name: (module, function, one-line help). `project:` runs the project's own script.
+# name: (module, function, one-line help).
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "train": ("project:train", "main", "train with GRPO (the project's train.py)"),
-    "merge": ("project:merge", "main", "merge the LoRA adapter and verify the merged model"),
-    "infer": ("project:infer", "main", "ask the trained model (one prompt, a file, or a chat)"),
+    "train": ("training", "command", "train with GRPO (the kit's trainer, or your declared one)"),
+    "merge": ("merging", "command", "merge the LoRA adapter and verify the merged model"),
+    "infer": ("answering", "command", "ask the trained model (one prompt, a file, or a chat)"),
     "smoke": ("commands.smoke", "main", "offline on the CPU: tiny model, train -> merge -> infer"),
     "preflight": ("commands.preflight", "main", "sample the base model: can training learn?"),
     "warmup": ("commands.warmup", "main", "teach the task's format first: a short SFT warm-up"),
@@ -36,9 +37,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "export": ("commands.export", "main", "hand over to verl or OpenRLHF: data, rewards, launch"),
     "tiny-model": ("offline.tiny_model", "main", "write the tiny offline model"),
     "acceptance": ("commands.acceptance", "main", "GPU acceptance cases: peak vs estimate"),
+    "eject": ("commands.eject", "main", "make the kit's train, merge or infer script yours"),
 }
 # Commands that never load the project's backend (TRL's own trainers, no Unsloth patches).
-NO_BACKEND = ("reward-model", "tiny-model", "acceptance")
+NO_BACKEND = ("reward-model", "tiny-model", "acceptance", "eject")
+# Commands that need no training stack (it is imported for the others before they start).
+NO_STACK = ("eject",)
 HELP = {"-h", "--help"}
 
 
@@ -69,10 +73,6 @@ def _load_project(name: str) -> None:
 
 def _target(name: str):
     module, function, _ = COMMANDS[name]
-    if module.startswith("project:"):
-        from .project import load
-
-        return getattr(load().script(module.split(":", 1)[1]), function)
     return getattr(importlib.import_module(f"{__package__}.{module}"), function)
 
 
@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with startup.collector_paused():
             _load_project(name)
             target = _target(name)
-            if not HELP & set(rest):
+            if not HELP & set(rest) and name not in NO_STACK:
                 startup.import_stack()
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
