@@ -19,7 +19,7 @@ def launch_command(plan) -> str:
         return "sbatch scripts/multinode.sbatch (grpo launch on each node)"
     if plan.processes > 1 or plan.vllm_mode == "server":
         return "grpo launch (vLLM server + accelerate launch)"
-    return "make train (grpo train --config configs/grpo.yaml: src/<package>/train.py)"
+    return "make train (grpo train --config configs/grpo.yaml)"
 
 
 def train_command(plan) -> str:
@@ -140,7 +140,7 @@ def tool_grpo(answers: Answers) -> str:
     reward_base = reward_model.plan(plan).model
     sampling, sampling_note = recommended_sampling(plan.model, plan.thinking)
     project = [
-        ("package", answers.package_name, "task.py (TASK), rewards.py, train/merge/infer.py"),
+        ("package", answers.package_name, "task.py (TASK), rewards.py"),
         ("backend", answers.backend, "transformers or unsloth"),
         ("model", plan.model.hub_id, "the model this project was generated for"),
         ("gated", plan.model.gated, "its licence must be accepted on the Hub"),
