@@ -60,13 +60,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _load_project(name: str) -> None:
-    """Every command runs for the project in this folder: refuse at once without one, and import
-    its backend first (Unsloth before trl), except for the commands that train with TRL's own
-    trainers."""
+    """Every command runs for the project in this folder: refuse at once without one (or with a
+    train, merge or infer script it does not declare), and import its backend first (Unsloth
+    before trl), except for the commands that train with TRL's own trainers."""
     from . import backends
     from .project import load
 
     project = load()  # a UserError names the missing pyproject.toml or [tool.grpo]
+    if name != "eject":  # a script file the kit would not run: declare it or delete it
+        project.refuse_undeclared_scripts()
     if name not in NO_BACKEND:
         backends.load(project.backend)
 
