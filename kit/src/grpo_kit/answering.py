@@ -29,7 +29,6 @@ from .task import message_text
 __all__ = [
     "agent_answers",
     "batches",
-    "command",
     "infer",
     "interactive",
     "parse_args",

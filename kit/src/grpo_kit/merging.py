@@ -31,7 +31,7 @@ from .generation import (
 )
 from .recipe import add_recipe_options, recipe_from
 
-__all__ = ["MergeCheck", "MergeCheckFailed", "command", "merge", "parse_args", "staged"]
+__all__ = ["MergeCheck", "MergeCheckFailed", "merge", "parse_args", "staged"]
 
 logger = logging.getLogger(__name__)
 
