@@ -151,7 +151,7 @@ def tool_grpo(answers: Answers) -> str:
     reward_base = reward_model.plan(plan).model
     sampling, sampling_note = recommended_sampling(plan.model, plan.thinking)
     project = [
-        ("package", answers.package_name, "task.py (TASK), rewards.py, train/merge/infer.py"),
+        ("package", answers.package_name, "task.py (TASK), rewards.py"),
         ("backend", answers.backend, "transformers or unsloth"),
         ("model", plan.model.hub_id, "the model this project was generated for"),
         ("gated", plan.model.gated, "its licence must be accepted on the Hub"),

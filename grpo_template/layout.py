@@ -2,11 +2,12 @@
 starters copied from grpo-kit.
 
 The template folder holds every variant (cookiecutter-data-science style); `prune` deletes the
-files of the options not chosen. The project's own Python (its task, rewards and the train,
-merge and infer scripts) and its sample data are the kit's starters (`grpo_kit/starters/`),
-tested in the kit and copied in by `copy_starters`, so each exists once in this repository and a
-project starts from the very files the kit's suite checks. After generation they are the
-user's.
+files of the options not chosen. The project's own Python (its task and rewards) and its sample
+data are the kit's starters (`grpo_kit/starters/`), tested in the kit and copied in by
+`copy_starters`, so each exists once in this repository and a project starts from the very files
+the kit's suite checks. After generation they are the user's. The train, merge and infer scripts
+are not copied: the kit runs its own flow, and `grpo eject train|merge|infer` gives a project
+the starter script that does the same, declared in its pyproject.toml.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ RENAMES = tuple(
 )
 
 # The kit's starters a project is generated with: (source under grpo_kit/starters, target).
-SCRIPTS = ("train", "merge", "infer")
 PACKAGE_FILES = ("task", "rewards")
 SHARED_DATA = ("sample_preferences.jsonl",)  # every task's project: the reward-model pairs
 TASK_DATA = {"tools": ("sample_corpus.jsonl",)}  # beside the task's sample file
@@ -52,7 +52,6 @@ def starter_files(answers: Answers) -> dict[str, Path]:
     pkg = answers.package_name
     source = kit.STARTERS_DIR
     files = {f"src/{pkg}/{name}.py": source / task / f"{name}.py" for name in PACKAGE_FILES}
-    files |= {f"src/{pkg}/{name}.py": source / "scripts" / f"{name}.py" for name in SCRIPTS}
     sample = Path(answers.task.sample_data)
     data = (sample.name, *SHARED_DATA, *TASK_DATA.get(task, ()))
     files |= {f"data/{name}": source / "data" / name for name in data}

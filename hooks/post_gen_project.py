@@ -1,5 +1,5 @@
 """Finish the project: prune the files of options not chosen, copy in grpo-kit's starters (the
-task, rewards, scripts and sample data), record the answers (and, from a git repository, what
+task, rewards and sample data), record the answers (and, from a git repository, what
 cruft needs to update the project), say what next."""
 
 import json

@@ -145,7 +145,7 @@ TRAIN_EACH = """
 import json, sys
 from grpo_kit import training
 steps = {}
-for path in sys.argv[1:]:  # the project's own train.py builds each trainer
+for path in sys.argv[1:]:  # the kit's trainer (the project ejects none)
     trainer = training.run(None, ["--config", path, "--smoke", "--max_steps", "1",
                                   "--output_dir", path + ".out"])
     args = trainer.args

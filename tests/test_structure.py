@@ -1,13 +1,19 @@
-"""The template's shape: its knowledge package has no import cycle, and it generates a project
-on a machine with only Cookiecutter installed (the README's first command): it reads grpo-kit's
-tasks and defaults from this checkout without math-verify, jsonschema, trl or torch."""
+"""The template's shape: its knowledge package has no import cycle, it generates a project on a
+machine with only Cookiecutter installed (the README's first command): it reads grpo-kit's
+tasks and defaults from this checkout without math-verify, jsonschema, trl or torch, and every
+generated Python file uses only grpo-kit's declared API (`grpo_kit.api`)."""
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
 
+import grpo_kit
 from conftest import ROOT
-from grpo_kit.imports import cycles, import_graph
+from grpo_kit.api import PUBLIC_MODULES
+from grpo_kit.imports import cycles, import_graph, names_used
+
+TASKS = ("math", "code", "json", "classification", "custom", "tools")
 
 BARE_BAKE = """
 import sys
@@ -35,13 +41,50 @@ def test_no_import_cycles_in_the_template_package():
     assert cycles(graph) == []
 
 
+def kit_api_problems(path: Path, kit_modules: set[str]) -> list[str]:
+    """What a generated file uses of grpo_kit beyond the declared API."""
+    problems = []
+    used = names_used(path.read_text(encoding="utf-8"), "grpo_kit", kit_modules)
+    for module, name in sorted(used, key=str):
+        if module == "grpo_kit" and name is None:
+            continue
+        if module not in PUBLIC_MODULES:
+            problems.append(f"{path.name}: {module} is not a public module")
+        elif name is not None and name not in importlib.import_module(module).__all__:
+            problems.append(f"{path.name}: {module}.{name} is not in its __all__")
+    return problems
+
+
 def test_the_template_generates_every_task_with_only_cookiecutter(tmp_path: Path):
     """The hooks run in their own processes; this checks the rendering, where the knowledge
-    package reads the kit's starters (the hooks import the same modules)."""
+    package reads the kit's starters (the hooks import the same modules). Every task's
+    generated Python (src/ and tests/) uses only grpo-kit's declared API."""
     result = subprocess.run(
         [sys.executable, "-c", BARE_BAKE, str(ROOT), str(tmp_path)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    for task in ("math", "code", "json", "classification", "custom", "tools"):
-        assert (tmp_path / task / "my-grpo-project" / "src/my_grpo_project/task.py").is_file()
+    kit_modules = set(import_graph(Path(grpo_kit.__file__).resolve().parent))
+    for task in TASKS:
+        project = tmp_path / task / "my-grpo-project"
+        assert (project / "src/my_grpo_project/task.py").is_file()
+        files = sorted([*project.glob("src/**/*.py"), *project.glob("tests/**/*.py")])
+        assert len(files) >= 5, files
+        for path in files:
+            assert kit_api_problems(path, kit_modules) == [], (task, path)
+
+
+def test_the_api_check_of_generated_files_can_fail(tmp_path: Path):
+    kit_modules = set(import_graph(Path(grpo_kit.__file__).resolve().parent))
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from grpo_kit import recipe, training\n"
+        "from grpo_kit.rewards import resolve, _private\n"
+        "training.split_rows(None)\n",
+        encoding="utf-8",
+    )
+    assert kit_api_problems(bad, kit_modules) == [
+        "bad.py: grpo_kit.recipe is not a public module",
+        "bad.py: grpo_kit.rewards._private is not in its __all__",
+        "bad.py: grpo_kit.training.split_rows is not in its __all__",
+    ]

@@ -2,9 +2,10 @@
 
 `make_project(task, ...)` writes a project folder the way grpo-template lays one out: a
 pyproject.toml with `[tool.grpo]` (its package is the kit's starter package for the task, so the
-starter task, rewards and scripts are what run), the sample data, and a small CPU recipe in
-configs/grpo.yaml. The `project_root` fixture is the math project; every test runs from it
-unless it changes folder itself (monkeypatch.chdir).
+starter task and rewards are what run, with the kit's own train, merge and infer; or, with
+`package=`, a copy of them in src/<package>/ as a generated project has), the sample data, and a
+small CPU recipe in configs/grpo.yaml. The `project_root` fixture is the math project; every test
+runs from it unless it changes folder itself (monkeypatch.chdir).
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ import grpo_kit  # noqa: E402
 from grpo_kit.testing import share_cores_among_test_workers  # noqa: E402
 
 share_cores_among_test_workers()  # before anything imports torch
+
+# Test data: a released project's files among them (test_previous_release.py runs its tests).
+collect_ignore = ["data"]
 
 KIT = Path(grpo_kit.__file__).resolve().parent
 STARTERS = KIT / "starters"
@@ -58,6 +62,7 @@ optim: adamw_torch
 seed: 42
 """
 TOOLS_RECIPE = "max_tool_calling_iterations: 3\n"
+IGNORED = shutil.ignore_patterns("__pycache__")
 
 
 def make_project(
@@ -70,12 +75,19 @@ def make_project(
     tier: str = 'name = "cpu"',
     recipe: str | None = None,
     extra: str = "",
+    package: str | None = None,
 ) -> Path:
-    """A project folder in `root` for the kit's `task` starter; returns `root`."""
+    """A project folder in `root` for the kit's `task` starter; returns `root`. `package`: the
+    project's own package in src/ (a copy of the starter's task.py and rewards.py), as
+    grpo-template generates it; the name must be new to the session (imports are cached)."""
     root.mkdir(parents=True, exist_ok=True)
+    if package is not None:
+        shutil.copytree(STARTERS / task, root / "src" / package, ignore=IGNORED)
+    else:
+        package = f"grpo_kit.starters.{task}"
     (root / "pyproject.toml").write_text(
         f'[project]\nname = "kit-test-{task}"\nversion = "0"\ndependencies = []\n\n'
-        f'[tool.grpo]\npackage = "grpo_kit.starters.{task}"\nbackend = "{backend}"\n'
+        f'[tool.grpo]\npackage = "{package}"\nbackend = "{backend}"\n'
         f'model = "kit/test-model"\ntiny_arch = "{tiny_arch}"\nchat_template = "{chat_template}"\n'
         f'reward_tiny_arch = "{tiny_arch}"\nreward_chat_template = "{chat_template}"\n{extra}\n'
         f"[tool.grpo.tier]\n{tier}\n",

@@ -1,12 +1,17 @@
-"""The whole pipeline on the tiny model, through the starter scripts (the ones every project is
-generated with): train -> merge (with its check) -> infer, offline."""
+"""The whole pipeline on the tiny model, through the kit's own flow (what every project runs
+until it ejects a script): train -> merge (with its check) -> infer, offline; and the ejectable
+starter scripts, which must do what the kit does."""
 
 import pytest
 from conftest import smoke_train
+from grpo_kit import answering as infer
+from grpo_kit import merging as merge
+from grpo_kit import training
 from grpo_kit.commands import smoke
 from grpo_kit.errors import UserError
 from grpo_kit.merging import MergeCheckFailed
-from grpo_kit.starters.scripts import infer, merge, train
+from grpo_kit.starters.scripts import infer as infer_script
+from grpo_kit.starters.scripts import merge as merge_script
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +88,17 @@ def test_infer_generates_text(trained_run, tmp_path):
     assert infer.infer([*ask, "--seed", "0"]) == answers
 
 
+def test_the_ejectable_scripts_do_what_the_kit_does(trained_run, tmp_path, capsys):
+    """`grpo eject merge|infer` gives a project the kit's own steps to edit: as ejected, they
+    write the same checked model and give the same answers."""
+    ours = merge.merge([str(trained_run), "--output", str(tmp_path / "kit")])
+    theirs = merge_script.merge([str(trained_run), "--output", str(tmp_path / "script")])
+    assert capsys.readouterr().out.count("merge check passed") == 2
+    ask = ["--prompt", "What is 2 + 3?", "--max-new-tokens", "8", "--seed", "0"]
+    answers = infer.infer(["--model", str(ours), *ask])
+    assert infer_script.infer(["--model", str(theirs), *ask]) == answers
+
+
 def test_infer_from_adapter_and_prompts_file(trained_run, tmp_path):
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text('{"prompt": "one"}\n{"prompt": "two"}\n"three"\n', encoding="utf-8")
@@ -120,7 +136,7 @@ def test_resume_continues_from_the_last_checkpoint(tiny_model_dir, tmp_path):
 def test_cli_reports_a_bad_recipe_in_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("max_prompt_length: 512\n", encoding="utf-8")
-    assert train.main(["--config", str(bad)]) == 2
+    assert training.command(["--config", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.strip().splitlines()[-1].startswith("error: recipe:")
     assert "Traceback" not in err
@@ -147,7 +163,7 @@ def test_two_process_distributed_training_on_cpu(tiny_model_dir, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     command = [
         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-        "-m", train.__name__, "--config", "configs/grpo.yaml", "--smoke",
+        "-m", "grpo_kit", "train", "--config", "configs/grpo.yaml", "--smoke",
         "--model_name_or_path", str(tiny_model_dir), "--output_dir", str(tmp_path / "ddp"),
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
@@ -161,8 +177,6 @@ def test_a_distributed_process_exits_without_the_interpreters_teardown(tmp_path,
     """A rank of a distributed run ends with os._exit once its work is flushed: the teardown that
     frees the DDP reducer could deadlock with a gloo worker thread (issue: the 2-process run hung
     at exit). A single process returns normally."""
-    from grpo_kit import training
-
     bad = tmp_path / "bad.yaml"
     bad.write_text("max_prompt_length: 512\n", encoding="utf-8")
     exits = []
@@ -173,3 +187,20 @@ def test_a_distributed_process_exits_without_the_interpreters_teardown(tmp_path,
     monkeypatch.setenv("WORLD_SIZE", "1")
     assert training.main(None, ["--config", str(bad)]) == 2
     assert exits == [2]
+
+
+def test_the_tools_template_error_names_the_installed_trl(monkeypatch):
+    """The refusal of a template TRL cannot train tool calls with names the TRL installed, not
+    the one the kit was written against (review §5c: "TRL 1.16" was written in)."""
+    import importlib.metadata
+
+    import trl.chat_template_utils
+
+    monkeypatch.setattr(trl.chat_template_utils, "supports_tool_calling", lambda tok: False)
+    real = importlib.metadata.version
+    monkeypatch.setattr(
+        importlib.metadata, "version", lambda name: "9.8.7" if name == "trl" else real(name)
+    )
+    with pytest.raises(UserError) as refused:
+        training.check_tool_template(object(), "some/model")
+    assert "a model whose template TRL 9.8 trains tool calls with" in str(refused.value)

@@ -1,7 +1,7 @@
-"""Answering prompts with a trained model: what a project's infer script composes
-(`starters/scripts/infer.py`): its options, the prompts (one, or a JSONL file), an agent's
-episodes (its tools really run, the loop TRL trains with: environments/episodes.py), the
-interactive chat, and the output.
+"""Answering prompts with a trained model: the kit's `infer` (what `grpo infer` runs) and the
+steps it composes (a project's own infer script, after `grpo eject infer`, composes the same
+ones): its options, the prompts (one, or a JSONL file), an agent's episodes (its tools really
+run, the loop TRL trains with: environments/episodes.py), the interactive chat, and the output.
 
 `--model` takes a merged folder, a training output folder (LoRA adapter on its base model) or a
 Hub id. The system prompt defaults to the recipe's, so the model sees the format it was trained
@@ -25,6 +25,18 @@ from .generation import add_decoding_options, chat, decoding_from
 from .project import load as load_project
 from .recipe import add_recipe_options, recipe_from
 from .task import message_text
+
+__all__ = [
+    "agent_answers",
+    "batches",
+    "infer",
+    "interactive",
+    "parse_args",
+    "prompts_of",
+    "read_prompts",
+    "show",
+    "transcript",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -202,3 +214,49 @@ def show(prompts: list[str], completions: list, output: Path | None) -> None:
     for prompt, completion in zip(prompts, completions, strict=True):
         shown = transcript(completion) if isinstance(completion, list) else completion
         print(f"### prompt\n{prompt}\n### completion\n{shown}\n")
+
+
+def infer(argv: Sequence[str] | None = None) -> list:
+    """Answer the prompts with the model; returns the answers (an agent task's: its rollouts).
+    What `grpo infer` runs unless the project declares an infer script (`grpo eject infer`
+    writes one that starts as this function)."""
+    from . import backends
+    from .generation import generate, load_model_for_inference, load_tokenizer_for
+
+    args = parse_args(argv)  # --model, the prompts, decoding; defaults from the recipe
+    tokenizer = load_tokenizer_for(args.model)
+    backend = backends.load(args.recipe.project.backend)
+    fast = None if args.agent else backend.fast_generator(args.model, args.recipe)  # Unsloth+vLLM
+    # transformers' AutoModel (a merged folder), or the base model with PEFT's adapter on it.
+    model = None if fast else load_model_for_inference(args.model, args.dtype, args.device)
+    if args.interactive:
+        return interactive(model, tokenizer, args)
+    if args.seed is not None:
+        from transformers import set_seed
+
+        set_seed(args.seed)
+    prompts = prompts_of(args)
+    completions = []
+    for batch in batches(prompts, args.batch_size):
+        if args.agent:  # tool calls parsed, run and answered until the final answer
+            completions += agent_answers(model, tokenizer, batch, args)
+            continue
+        conversations = [chat(prompt, args.system_prompt) for prompt in batch]
+        if fast:
+            completions += fast(conversations, tokenizer, args)
+            continue
+        # tokenizer.apply_chat_template(..., add_generation_prompt=True), then model.generate.
+        completions += generate(
+            model, tokenizer, conversations, args.max_new_tokens, args.decoding,
+            args.chat_template_kwargs,
+        )  # fmt: skip
+    show(prompts, completions, args.output)
+    return completions
+
+
+def command(argv: Sequence[str] | None = None) -> int:
+    """`grpo infer`: the project's declared infer script's `infer`, else the kit's, with
+    one-line errors."""
+    from .runner import run
+
+    return run(lambda args: load_project().function("infer", infer)(args), argv)

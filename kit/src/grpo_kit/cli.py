@@ -2,9 +2,10 @@
 `--help`). Run it from the project's folder: it reads the project from `pyproject.toml`
 (`[tool.grpo]`) and the recipe from `configs/`.
 
-`grpo train`, `grpo merge` and `grpo infer` run the project's own scripts (its `train.py`,
-`merge.py` and `infer.py`, yours to edit); every other command is the kit's. With the Unsloth
-backend, `import unsloth` comes first, before anything imports trl or transformers.
+`grpo train`, `grpo merge` and `grpo infer` run the kit's own flow, calling a script the
+project declares (`grpo eject train|merge|infer`, `[tool.grpo.scripts]`) through its one
+documented function; every other command is the kit's. With the Unsloth backend, `import
+unsloth` comes first, before anything imports trl or transformers.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from collections.abc import Sequence
 
 from . import __version__, startup
 
-# name: (module, function, one-line help). `project:` runs the project's own script.
+# name: (module, function, one-line help).
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "train": ("project:train", "main", "train with GRPO (the project's train.py)"),
-    "merge": ("project:merge", "main", "merge the LoRA adapter and verify the merged model"),
-    "infer": ("project:infer", "main", "ask the trained model (one prompt, a file, or a chat)"),
+    "train": ("training", "command", "train with GRPO (the kit's trainer, or your declared one)"),
+    "merge": ("merging", "command", "merge the LoRA adapter and verify the merged model"),
+    "infer": ("answering", "command", "ask the trained model (one prompt, a file, or a chat)"),
     "smoke": ("commands.smoke", "main", "offline on the CPU: tiny model, train -> merge -> infer"),
     "preflight": ("commands.preflight", "main", "sample the base model: can training learn?"),
     "warmup": ("commands.warmup", "main", "teach the task's format first: a short SFT warm-up"),
@@ -37,12 +38,15 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "export": ("commands.export", "main", "hand over to verl or OpenRLHF: data, rewards, launch"),
     "tiny-model": ("offline.tiny_model", "main", "write the tiny offline model"),
     "acceptance": ("commands.acceptance", "main", "GPU acceptance cases: peak vs estimate"),
+    "eject": ("commands.eject", "main", "make the kit's train, merge or infer script yours"),
     "docs": ("commands.docs", "main", "the kit's manual, as installed: topics, or one printed"),
 }
 # Commands that need no project (nor the training stack): they run anywhere.
 NO_PROJECT = ("docs",)
 # Commands that never load the project's backend (TRL's own trainers, no Unsloth patches).
-NO_BACKEND = ("reward-model", "tiny-model", "acceptance")
+NO_BACKEND = ("reward-model", "tiny-model", "acceptance", "eject")
+# Commands that need no training stack (it is imported for the others before they start).
+NO_STACK = ("eject",)
 HELP = {"-h", "--help"}
 
 
@@ -60,23 +64,21 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _load_project(name: str) -> None:
-    """Every command runs for the project in this folder: refuse at once without one, and import
-    its backend first (Unsloth before trl), except for the commands that train with TRL's own
-    trainers."""
+    """Every command runs for the project in this folder: refuse at once without one (or with a
+    train, merge or infer script it does not declare), and import its backend first (Unsloth
+    before trl), except for the commands that train with TRL's own trainers."""
     from . import backends
     from .project import load
 
     project = load()  # a UserError names the missing pyproject.toml or [tool.grpo]
+    if name != "eject":  # a script file the kit would not run: declare it or delete it
+        project.refuse_undeclared_scripts()
     if name not in NO_BACKEND:
         backends.load(project.backend)
 
 
 def _target(name: str):
     module, function, _ = COMMANDS[name]
-    if module.startswith("project:"):
-        from .project import load
-
-        return getattr(load().script(module.split(":", 1)[1]), function)
     return getattr(importlib.import_module(f"{__package__}.{module}"), function)
 
 
@@ -96,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if name not in NO_PROJECT:
                 _load_project(name)
             target = _target(name)
-            if name not in NO_PROJECT and not HELP & set(rest):
+            if name not in NO_PROJECT + NO_STACK and not HELP & set(rest):
                 startup.import_stack()
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -3,6 +3,14 @@ prints it as one line (exit code 2) instead of a traceback."""
 
 from __future__ import annotations
 
+__all__ = [
+    "DataError",
+    "Interrupted",
+    "ModelError",
+    "UserError",
+    "hub_hint",
+]
+
 
 class UserError(Exception):
     """A problem with the input (recipe, data, paths) that the message explains how to fix."""

@@ -17,6 +17,20 @@ from .errors import UserError
 from .project import Project
 from .tokenizer import ready_for_generation
 
+__all__ = [
+    "Decoding",
+    "base_model_of",
+    "chat",
+    "check_model_dir",
+    "default_device",
+    "generate",
+    "is_adapter",
+    "load_model_for_inference",
+    "load_tokenizer_for",
+    "model_class",
+    "prompt_texts",
+]
+
 logger = logging.getLogger(__name__)
 RUN_RECORD = "run_record.json"  # callbacks/run_record.py writes it at the top of a run's folder
 MODEL_HINT = (

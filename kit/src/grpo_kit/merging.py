@@ -1,5 +1,6 @@
-"""Merging a trained LoRA adapter into its base model, and the proof that the merge worked: what
-a project's merge script composes (`starters/scripts/merge.py`).
+"""Merging a trained LoRA adapter into its base model, and the proof that the merge worked: the
+kit's `merge` (what `grpo merge` runs) and the steps it composes (a project's own merge script,
+after `grpo eject merge`, composes the same ones).
 
 The merged folder is reloaded from disk and its greedy outputs on a few prompts must equal the
 adapter model's: a known failure elsewhere is a merged model that silently behaves like the base
@@ -29,6 +30,8 @@ from .generation import (
     load_model_for_inference,
 )
 from .recipe import add_recipe_options, recipe_from
+
+__all__ = ["MergeCheck", "MergeCheckFailed", "merge", "parse_args", "staged"]
 
 logger = logging.getLogger(__name__)
 
@@ -161,3 +164,31 @@ def staged(output: Path) -> Iterator[Path]:
         staging.rename(output)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def merge(argv: Sequence[str] | None = None) -> Path:
+    """Merge the run's adapter into its base model, check the merged folder reproduces the
+    adapter model's outputs, and return it (what `grpo merge` runs unless the project declares
+    a merge script; `grpo eject merge` writes one that starts as this function)."""
+    from . import backends
+
+    args = parse_args(argv)  # RUN_DIR, --output, --dtype...; defaults from the recipe
+    backend = backends.load(args.recipe.project.backend)
+    # The base model with the adapter on it (PEFT's PeftModel; Unsloth's FastLanguageModel).
+    model, tokenizer = backend.load_for_merge(str(args.run_dir), args.dtype, args.device)
+    check = MergeCheck.of(model, tokenizer, args)  # the adapter's own outputs
+    with staged(args.output) as folder:
+        # PEFT: model.merge_and_unload(), then save_pretrained (Unsloth: save_pretrained_merged).
+        backend.save_merged(model, tokenizer, str(folder))
+        check.verify(folder, tokenizer)  # reloaded from disk: same outputs, or nothing is kept
+    print(f"merged model written to {args.output}")
+    return args.output
+
+
+def command(argv: Sequence[str] | None = None) -> int:
+    """`grpo merge`: the project's declared merge script's `merge`, else the kit's, with
+    one-line errors."""
+    from .project import load
+    from .runner import run
+
+    return run(lambda args: load().function("merge", merge)(args), argv)

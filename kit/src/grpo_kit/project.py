@@ -7,6 +7,13 @@ model card's sampling), and the tier's plan (GPUs, processes, distribution, the 
 estimate). Commands run from the project folder and read it from there; nothing here is a
 global: `load()` returns a `Project`, and commands pass it (or the recipe holding it) on.
 
+`grpo train`, `merge` and `infer` run the kit's own flow (`training.build_trainer`,
+`merging.merge`, `answering.infer`). A project that wants a script of its own runs `grpo eject
+train` (merge, infer): the starter script is copied into its package and declared under
+`[tool.grpo.scripts]`, and from then on the kit calls that module's one documented function
+(`TrainScript`, `MergeScript`, `InferScript` below) and nothing else of it. A script file left
+in the package but not declared is refused, never silently ignored.
+
     [tool.grpo]
     package = "my_grpo_project"
     backend = "transformers"
@@ -15,23 +22,62 @@ global: `load()` returns a `Project`, and commands pass it (or the recipe holdin
     [tool.grpo.tier]
     name = "24GB"
     ...
+    [tool.grpo.scripts]           # only after `grpo eject train`
+    train = "my_grpo_project.train"
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import ModuleType
+from typing import Any, Protocol, runtime_checkable
 
 from .errors import UserError
 
+__all__ = ["InferScript", "MergeScript", "Project", "SCRIPTS", "Tier", "TrainScript", "load"]
+
 PYPROJECT = "pyproject.toml"
 BACKENDS = ("transformers", "unsloth")
-SCRIPTS = ("train", "merge", "infer")
+
+
+@runtime_checkable
+class TrainScript(Protocol):
+    """A declared train script (`[tool.grpo.scripts] train`): `grpo train`, `smoke`, `stages`,
+    `launch` and `try` build their trainer with its `build_trainer` (TRL's GRPOTrainer, or one
+    that trains like it)."""
+
+    def build_trainer(self, recipe: Any, record: Any = None) -> Any: ...
+
+
+@runtime_checkable
+class MergeScript(Protocol):
+    """A declared merge script: `grpo merge`, `smoke` and `stages` call its `merge(argv)`, which
+    returns the merged model's folder."""
+
+    def merge(self, argv: Sequence[str] | None = None) -> Path: ...
+
+
+@runtime_checkable
+class InferScript(Protocol):
+    """A declared infer script: `grpo infer` and `smoke` call its `infer(argv)`, which returns
+    the answers (a string each; an agent task's rollout as a list of messages)."""
+
+    def infer(self, argv: Sequence[str] | None = None) -> list: ...
+
+
+# script name -> (the function the kit calls, its Protocol)
+SCRIPTS: dict[str, tuple[str, type]] = {
+    "train": ("build_trainer", TrainScript),
+    "merge": ("merge", MergeScript),
+    "infer": ("infer", InferScript),
+}
 
 
 @dataclass(frozen=True)
@@ -57,7 +103,7 @@ class Tier:
 class Project:
     """What a command needs to know about the project besides its recipe."""
 
-    package: str  # holds task.py (TASK), rewards.py and the scripts train/merge/infer
+    package: str  # holds task.py (TASK), rewards.py (and the scripts it declares)
     backend: str = "transformers"
     model: str = ""  # the model the project was generated for (the recipe may override it)
     gated: bool = False  # its licence must be accepted on the Hub
@@ -69,6 +115,8 @@ class Project:
     # infer decode with it by default); None: the card gives none, decode greedily.
     recommended_sampling: dict | None = None
     tier: Tier = field(default_factory=Tier)
+    # [tool.grpo.scripts]: {script: module} of the scripts the project owns (`grpo eject`)
+    scripts: dict[str, str] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)
 
     def __post_init__(self) -> None:
@@ -77,6 +125,13 @@ class Project:
                 f"{self.root / PYPROJECT}: [tool.grpo] backend = {self.backend!r}; use one of "
                 f"{', '.join(BACKENDS)}"
             )
+        for name, module in self.scripts.items():
+            if name not in SCRIPTS or not isinstance(module, str) or not module:
+                raise UserError(
+                    f"{self.root / PYPROJECT}: [tool.grpo.scripts] {name} = {module!r}: declare "
+                    f'a script as `{next(iter(SCRIPTS))} = "<package>.<module>"`, one of '
+                    f"{', '.join(SCRIPTS)} (grpo eject writes it)"
+                )
 
     @cached_property
     def task(self):
@@ -105,12 +160,60 @@ class Project:
                 ) from err
             return None
 
-    def script(self, name: str) -> ModuleType:
-        """The project's own script `name` (train, merge, infer), else the kit's starter copy
-        (the file the project was generated with)."""
+    def script(self, name: str) -> ModuleType | None:
+        """The project's declared script `name` (train, merge, infer: `[tool.grpo.scripts]`),
+        checked against its Protocol; None when the project declares none (the kit's own flow
+        runs). A script file in the package that is not declared is refused."""
         if name not in SCRIPTS:
             raise ValueError(f"no script named {name!r}")
-        return self.module(name) or importlib.import_module(f"grpo_kit.starters.scripts.{name}")
+        self.refuse_undeclared_scripts()
+        if name not in self.scripts:
+            return None
+        function, protocol = SCRIPTS[name]
+        declared = self.scripts[name]
+        self._importable()
+        try:
+            module = importlib.import_module(declared)
+        except ModuleNotFoundError as err:
+            if err.name is None or not declared.startswith(err.name):
+                raise
+            raise UserError(
+                f"{self.root / PYPROJECT}: [tool.grpo.scripts] {name} = {declared!r} cannot be "
+                f"imported: restore the module, or remove the line to run the kit's own {name}"
+            ) from err
+        if not isinstance(module, protocol) or not callable(getattr(module, function)):
+            raise UserError(
+                f"{declared} ([tool.grpo.scripts] {name}) has no function {function}(): define "
+                f"it as the kit's starter does (grpo_kit.project.{protocol.__name__}), or remove "
+                "the declaration"
+            )
+        return module
+
+    def function(self, name: str, default: Callable) -> Callable:
+        """The one function the kit calls of the declared script `name` (`SCRIPTS`), else
+        `default`, the kit's own (training.build_trainer, merging.merge, answering.infer)."""
+        module = self.script(name)
+        return default if module is None else getattr(module, SCRIPTS[name][0])
+
+    def refuse_undeclared_scripts(self) -> None:
+        """A `train.py` (merge.py, infer.py) in the package that `[tool.grpo.scripts]` does not
+        declare (a project generated before grpo-kit 0.3.0, after `cruft update`): one line
+        saying to declare it or delete it, since the kit would not run it."""
+        self._importable()
+        for name in SCRIPTS:
+            module = f"{self.package}.{name}"
+            if self.scripts.get(name) == module:
+                continue
+            try:
+                found = importlib.util.find_spec(module)
+            except ModuleNotFoundError:
+                found = None
+            if found is not None:
+                raise UserError(
+                    f"{found.origin} is not declared, so the kit would not run it: declare it "
+                    f'(add `{name} = "{module}"` under [tool.grpo.scripts] in {PYPROJECT}, as '
+                    f"`grpo eject {name}` does) or delete it to run the kit's own {name}"
+                )
 
     def _importable(self) -> None:
         """A project run from its folder without `pip install -e .` still imports (src/ layout)."""
@@ -146,13 +249,18 @@ def from_table(table: dict, root: Path) -> Project:
     """A `Project` from a `[tool.grpo]` table; unknown keys are refused with their names."""
     values = dict(table)
     tier = values.pop("tier", {}) or {}
-    known = {f.name for f in dataclasses.fields(Project)} - {"tier", "root"}
+    scripts = values.pop("scripts", {}) or {}
+    if not isinstance(scripts, dict):
+        raise UserError(
+            f"{root / PYPROJECT}: [tool.grpo] scripts must be a table ([tool.grpo.scripts])"
+        )
+    known = {f.name for f in dataclasses.fields(Project)} - {"tier", "root", "scripts"}
     tier_known = {f.name for f in dataclasses.fields(Tier)}
     unknown = sorted(set(values) - known) + sorted(f"tier.{k}" for k in set(tier) - tier_known)
     if unknown:
         raise UserError(
             f"{root / PYPROJECT}: [tool.grpo] has unknown key(s) {', '.join(unknown)}: remove "
             f"or rename them (known: {', '.join(sorted(known))}; "
-            f"tier.{', tier.'.join(sorted(tier_known))})"
+            f"tier.{', tier.'.join(sorted(tier_known))}; scripts.{', scripts.'.join(SCRIPTS)})"
         )
-    return Project(**values, tier=Tier(**tier), root=root)
+    return Project(**values, tier=Tier(**tier), scripts=dict(scripts), root=root)

@@ -10,6 +10,10 @@ from collections.abc import Callable, Sequence
 
 from .errors import Interrupted, UserError
 
+__all__ = [
+    "run",
+]
+
 PACKAGE = __name__.rpartition(".")[0]
 
 # Library warnings that carry no action for the user of a command (each seen on every run of

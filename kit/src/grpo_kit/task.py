@@ -11,6 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+__all__ = [
+    "DataDefaults",
+    "NoArguments",
+    "Reward",
+    "Task",
+    "as_messages",
+    "message_text",
+    "plain_user_message",
+    "think_answer",
+]
+
 
 def _no_columns(task_args) -> dict[str, str]:
     return {}

@@ -23,6 +23,13 @@ from pathlib import Path
 from .project import Project
 from .project import load as load_project
 
+__all__ = [
+    "EXAMPLES",
+    "ProjectChecks",
+    "hostile",
+    "share_cores_among_test_workers",
+]
+
 EXAMPLES = int(os.environ.get("GRPO_FUZZ_EXAMPLES", "1000"))
 MB = 1_000_000
 SLACK_S = 1.0  # over a reward's time budget (or none)

@@ -1,5 +1,6 @@
-"""Training with GRPO: the steps a project's train script composes (`starters/scripts/train.py`)
-and the run around them (`run`).
+"""Training with GRPO: the kit's trainer (`build_trainer`, what `grpo train` builds), the steps it
+composes (a project's own train script, after `grpo eject train`, composes the same ones), and
+the run around it (`run`).
 
 Order matters for fast failure: the recipe is parsed, the rewards are resolved and the data is
 loaded and checked before the (slow) model load. Before it, the signal preflight (preflight.py,
@@ -35,8 +36,43 @@ _UNTIL_EXIT: list = []
 
 BuildTrainer = Callable[..., object]  # (recipe, record=None) -> GRPOTrainer
 
+__all__ = [
+    "BuildTrainer",
+    "add_callbacks",
+    "agent_arguments",
+    "build_trainer",
+    "evaluation_prompts",
+    "load_tokenizer",
+    "main",
+    "model_arguments",
+    "reward_functions",
+    "run",
+    "training_prompts",
+]
 
-# --- the steps of a train script ---------------------------------------------------------------
+
+# --- the kit's trainer, and the steps it composes ---------------------------------------------
+
+
+def build_trainer(recipe: Recipe, record=None):
+    """TRL's GRPOTrainer for the recipe: the task's rewards and prompts, the model (with LoRA).
+    What `grpo train` builds unless the project declares a train script of its own
+    (`grpo eject train` writes one that starts as this function)."""
+    from trl import GRPOTrainer  # here: with the Unsloth backend, unsloth must load before trl
+
+    funcs = reward_functions(recipe)  # reward_funcs, guarded and watched per group
+    tokenizer = load_tokenizer(recipe)
+    trainer = GRPOTrainer(
+        args=recipe.training,  # TRL's GRPOConfig: every training field of the recipe
+        reward_funcs=funcs,
+        train_dataset=training_prompts(recipe, tokenizer, record),  # checked rows, chat prompts
+        eval_dataset=evaluation_prompts(recipe, tokenizer, record),  # None: no eval
+        processing_class=tokenizer,
+        **model_arguments(recipe),  # model (a name, or Unsloth's) and peft_config
+        **agent_arguments(recipe),  # the tools task: environment_factory
+    )
+    add_callbacks(trainer, recipe, funcs)  # health monitor, adaptive weights
+    return trainer
 
 
 def reward_functions(recipe: Recipe) -> list:
@@ -243,8 +279,15 @@ def check_tool_template(tokenizer, name: str) -> None:
     if problem:
         raise UserError(
             f"the chat template of '{name}' {problem}: the tools task needs a model whose "
-            "template TRL 1.16 trains tool calls with (the README lists the catalog's)"
+            f"template TRL {trl_version()} trains tool calls with (the README lists the catalog's)"
         )
+
+
+def trl_version() -> str:
+    """The installed TRL's version, major.minor (what a message about TRL's behaviour names)."""
+    from importlib.metadata import version
+
+    return ".".join(version("trl").split(".")[:2])
 
 
 def expose_context_length(config) -> None:
@@ -344,9 +387,10 @@ def preflight_first(recipe: Recipe, checkpoint: str | None) -> None:
         logger.warning("preflight: %s; training anyway (preflight_refuse: false)", signal.verdict())
 
 
-def default_build_trainer(recipe: Recipe, record=None):
-    """The project's own `build_trainer` (its train.py), else the starter script's."""
-    return recipe.project.script("train").build_trainer(recipe, record)
+def project_build_trainer(recipe: Recipe, record=None):
+    """The project's declared train script's `build_trainer` (`[tool.grpo.scripts] train`),
+    else the kit's own (`build_trainer`)."""
+    return recipe.project.function("train", build_trainer)(recipe, record)
 
 
 def run(
@@ -358,8 +402,9 @@ def run(
     project=None,
 ):
     """Parse the recipe (with a stage's layer, from commands/stages.py), build the trainer with
-    `build_trainer` (default: the project's), train (resuming from the last checkpoint), save;
-    returns the trainer. `prepare(trainer)` runs before training (the smoke run's steering)."""
+    `build_trainer` (default: the project's declared one, else the kit's), train (resuming from
+    the last checkpoint), save; returns the trainer. `prepare(trainer)` runs before training (the
+    smoke run's steering)."""
     from pathlib import Path
 
     from .callbacks.health import HEALTH_LOG, NON_FINITE, HealthMonitor, fired, read_events
@@ -381,7 +426,7 @@ def run(
         )
     checkpoint = last_checkpoint(training_args.output_dir) if recipe.script.resume else None
     preflight_first(recipe, checkpoint)
-    build = build_trainer or default_build_trainer
+    build = build_trainer or project_build_trainer
     try:
         trainer = build(recipe, record)
     except OSError as err:
@@ -395,7 +440,7 @@ def run(
                 f"the recipe evaluates during training (eval_strategy "
                 f"{recipe.training.eval_strategy}) but the train script passes no eval_dataset: "
                 "add `eval_dataset=training.evaluation_prompts(recipe, tokenizer, record),` to "
-                "GRPOTrainer(...) in your train.py (the kit's starter has it), or set "
+                "GRPOTrainer(...) in your train script (the kit's starter has it), or set "
                 "eval_strategy: no"
             ) from err
         raise
@@ -438,8 +483,9 @@ def run(
 
 
 def main(build_trainer: BuildTrainer | None = None, argv: Sequence[str] | None = None) -> int:
-    """A train command: `run` with one-line errors (exit code 2). A process of a distributed run
-    exits without the interpreter's teardown (`exit_now`)."""
+    """A train command (`grpo train`; a train script's `main`): `run` with one-line errors (exit
+    code 2); `build_trainer` None: the project's declared one, else the kit's. A process of a
+    distributed run exits without the interpreter's teardown (`exit_now`)."""
     from .runner import run as run_command
 
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
@@ -453,6 +499,11 @@ def main(build_trainer: BuildTrainer | None = None, argv: Sequence[str] | None =
         exit_now(1)
     exit_now(code)
     return code  # not reached
+
+
+def command(argv: Sequence[str] | None = None) -> int:
+    """`grpo train`: the kit's flow, with the project's declared train script's build_trainer."""
+    return main(None, argv)
 
 
 def exit_now(code: int) -> None:

@@ -17,6 +17,14 @@ import importlib
 from dataclasses import dataclass, field
 from types import ModuleType
 
+__all__ = [
+    "ARGUMENTS",
+    "TransformersArguments",
+    "UnslothArguments",
+    "arguments",
+    "load",
+]
+
 
 @dataclass
 class TransformersArguments:

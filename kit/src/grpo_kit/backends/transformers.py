@@ -13,6 +13,15 @@ import logging
 
 from ..errors import ModelError
 
+__all__ = [
+    "check_gpu_packages",
+    "check_trainer",
+    "fast_generator",
+    "load_for_merge",
+    "save_merged",
+    "trainer_model",
+]
+
 logger = logging.getLogger(__name__)
 
 

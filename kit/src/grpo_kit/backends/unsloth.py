@@ -12,6 +12,15 @@ from __future__ import annotations
 
 import os
 
+__all__ = [
+    "check_gpu_packages",
+    "check_trainer",
+    "fast_generator",
+    "load_for_merge",
+    "save_merged",
+    "trainer_model",
+]
+
 os.environ.setdefault("UNSLOTH_VLLM_STANDBY", "1")  # before import: vLLM memory standby (GPU)
 os.environ.setdefault("UNSLOTH_DISABLE_STATISTICS", "1")
 

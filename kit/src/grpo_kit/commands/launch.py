@@ -53,9 +53,9 @@ from ..runner import run
 logger = logging.getLogger(__name__)
 
 
-def train_module(project: Project) -> str:
-    """The module every training process runs: the project's train script."""
-    return project.script("train").__name__
+# What every training process runs (`python -m grpo_kit train`): the kit's training flow, which
+# builds the trainer with the project's declared train script when it has one (`grpo eject`).
+TRAIN_PROGRAM = ("grpo_kit", "train")
 
 
 @dataclass
@@ -118,7 +118,7 @@ def accelerate_command(
     if machines > 1:
         command += ["--machine_rank", rank, "--main_process_ip", main_ip or "127.0.0.1",
                     "--main_process_port", os.environ.get("MASTER_PORT", "29500")]  # fmt: skip
-    return [*command, "-m", train_module(project), "--config", str(DEFAULT_RECIPE), *extra]
+    return [*command, "-m", *TRAIN_PROGRAM, "--config", str(DEFAULT_RECIPE), *extra]
 
 
 # `make smoke-distributed`: the launch path of this tier on the CPU.
@@ -143,7 +143,7 @@ def smoke_plan(project: Project, extra: list[str]) -> list[Step]:
         command = [
             sys.executable, "-m", "torch.distributed.run", "--standalone",
             "--nproc_per_node", str(SMOKE_PROCESSES),
-            "-m", train_module(project), "--config", str(DEFAULT_RECIPE), *smoke_arguments(extra),
+            "-m", *TRAIN_PROGRAM, "--config", str(DEFAULT_RECIPE), *smoke_arguments(extra),
         ]  # fmt: skip
         return [Step("train", command, env=env)]
     config = Path(tier.accelerate_config)
@@ -171,8 +171,7 @@ def plan(project: Project, extra: list[str], environ: dict[str, str]) -> list[St
         command = accelerate_command(project, gpus * tier.nodes, tier.nodes, extra, rank, main_ip)
         return [Step("train", command)]
     if gpus <= 1:
-        module = train_module(project)
-        train = [sys.executable, "-m", module, "--config", str(DEFAULT_RECIPE), *extra]
+        train = [sys.executable, "-m", *TRAIN_PROGRAM, "--config", str(DEFAULT_RECIPE), *extra]
         return [Step("train", train)]
     if not recipe.training.use_vllm or recipe.training.vllm_mode != "server":
         return [Step("train", accelerate_command(project, gpus, 1, extra))]

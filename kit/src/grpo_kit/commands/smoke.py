@@ -8,7 +8,8 @@ without downloads (`SMOKE_OVERRIDES` in recipe.py): the task, prompts, rewards a
 of the recipe stay as they are, so a smoke run exercises the same code path as the real one. It
 reads the shipped sample while the recipe names the task's default data, and your data (your
 columns, labels, schemas) once configs/local.yaml names your own.
-Each step runs the project's own script (train.py's build_trainer, merge.py, infer.py).
+Each step runs the kit's own (training.build_trainer, merging.merge, answering.infer), or the
+script the project declares for it (`grpo eject`, `[tool.grpo.scripts]`).
 """
 
 from __future__ import annotations
@@ -112,12 +113,14 @@ def data_note(recipe) -> str:
 
 
 def pipeline(argv: Sequence[str] | None = None) -> list[str]:
-    """Train -> merge -> infer on the tiny model, with the project's scripts; returns the
-    generated answers."""
-    from .. import answering, training
+    """Train -> merge -> infer on the tiny model, with the kit's own steps or the project's
+    declared scripts; returns the generated answers."""
+    from .. import answering, merging, training
 
     project = load_project()
-    train, merge, infer = (project.script(name) for name in ("train", "merge", "infer"))
+    build_trainer = project.function("train", training.build_trainer)
+    merge = project.function("merge", merging.merge)
+    infer = project.function("infer", answering.infer)
     parser = argparse.ArgumentParser(
         prog="grpo smoke",
         description="Offline end-to-end check: tiny model, train -> merge -> infer, on the CPU.",
@@ -142,14 +145,14 @@ def pipeline(argv: Sequence[str] | None = None) -> list[str]:
     steer = (
         (lambda trainer: steer_first_turns(trainer, dict(task.example_calls))) if agent else None
     )
-    trainer = training.run(train.build_trainer, recipe_args, prepare=steer, project=project)
+    trainer = training.run(build_trainer, recipe_args, prepare=steer, project=project)
     if agent:
         check_tool_calls(trainer)
     print("smoke 2/3: merge the adapter and check the merged model", flush=True)
-    merge.merge([str(output), "--max-new-tokens", "8", *recipe_args])
+    merge([str(output), "--max-new-tokens", "8", *recipe_args])
     print("smoke 3/3: generate with the merged model", flush=True)
     prompt = args.prompt or task.example_prompt or "Hello"
-    answers = infer.infer(
+    answers = infer(
         ["--model", str(output / "merged"), "--prompt", prompt, "--max-new-tokens", "16",
          "--seed", "0",
          *recipe_args]

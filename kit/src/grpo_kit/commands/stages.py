@@ -8,8 +8,8 @@ Stage N trains in `<output_dir>/stage-N-<name>`; stages after the first start fr
 stage's weights (its merged model when it trained an adapter). A finished stage is skipped on a
 rerun, an interrupted one resumes from its last checkpoint, so the command can simply be run
 again. The usual first stage rewards only the format, so that the correctness reward has
-answers to read in the next one. Each stage trains with the project's `build_trainer` (train.py)
-and merges with its merge script.
+answers to read in the next one. Each stage trains with the kit's trainer and merges with the
+kit's merge, or with the scripts the project declares (`grpo eject`, `[tool.grpo.scripts]`).
 
 A stage with `refilter` first re-runs the difficulty filter (`grpo filter`, commands/filter.py)
 with the model it starts from (the previous stage's), on the stage's recipe, and trains on the
@@ -174,7 +174,9 @@ def weights_of(folder: Path, project: Project, recipe_args: list[str]) -> Path:
         return folder  # full fine-tuning saved the whole model
     merged = folder / "merged"
     if not (merged / "config.json").is_file():
-        project.script("merge").merge([str(folder), "--output", str(merged), *recipe_args])
+        from ..merging import merge
+
+        project.function("merge", merge)([str(folder), "--output", str(merged), *recipe_args])
     return merged
 
 
@@ -213,7 +215,7 @@ def stages(argv: Sequence[str] | None = None, sampler=None) -> list[Path]:
 
     args, overrides = parse_args(argv)
     project = load_project()
-    train = project.script("train")
+    build_trainer = project.function("train", training.build_trainer)
     recipe_path, plan = load_stages(args.stages_file)
     smoke = ["--smoke"] if args.smoke else []
     base = ["--config", str(recipe_path), *smoke, *overrides]
@@ -244,7 +246,7 @@ def stages(argv: Sequence[str] | None = None, sampler=None) -> list[Path]:
             data = refilter(folder, keys, base, start, stage["refilter"], sampler)
             chain += ["--dataset_name", str(data)]
         logger.info("stage %d/%d (%s) -> %s", number, len(plan), name, folder)
-        training.run(train.build_trainer, [*base, *chain], stage=keys, project=project)
+        training.run(build_trainer, [*base, *chain], stage=keys, project=project)
         previous = folder
     logger.info("all %d stages finished; the last stage's model is in %s", len(plan), previous)
     return folders

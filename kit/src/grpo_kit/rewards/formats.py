@@ -13,6 +13,17 @@ import functools
 
 from .base import reward
 
+__all__ = [
+    "FORMAT_INSTRUCTIONS",
+    "OVERLONG_WHY",
+    "PARTIAL_WHY",
+    "STRICT_WHY",
+    "TAGS",
+    "partial_format",
+    "soft_overlong",
+    "strict_format",
+]
+
 TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 # The system prompt's words for the layout these rewards check (the tasks that use it say so).
 FORMAT_INSTRUCTIONS = (

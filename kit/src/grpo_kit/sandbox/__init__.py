@@ -75,6 +75,7 @@ __all__ = [
     "CodeRun",
     "Job",
     "Limits",
+    "SandboxArguments",
     "SandboxUnavailable",
     "TestRun",
     "describe",
@@ -82,6 +83,7 @@ __all__ = [
     "run_many",
     "run_programs",
     "run_tests",
+    "sandbox_limits",
     "test_problem",
 ]
 

@@ -1,7 +1,9 @@
 """The starting points a project is generated with: one package per task type (its `task.py`
-and `rewards.py`), the `train.py`, `merge.py` and `infer.py` scripts (`scripts/`) and the sample
-data (`data/`). grpo-template copies the ones a project needs into it; from then on they are the
-project's own. They are tested here, as the kit's tests import them like any project's.
+and `rewards.py`) and the sample data (`data/`), which grpo-template copies into a project; and
+the `train.py`, `merge.py` and `infer.py` scripts (`scripts/`), which `grpo eject` copies into a
+project that wants its own (the kit runs the same flow without them). From then on they are the
+project's own. They are tested here, as the kit's tests import them like any project's, and
+they import only the kit's public API (`grpo_kit.api`). The library never imports them.
 
 `SAMPLES` records where each sample file comes from and its licence (a project's
 data/SOURCES.md lists its own).

@@ -25,6 +25,19 @@ import textwrap
 from .. import sandbox
 from .text import extract_answer
 
+__all__ = [
+    "check_rows",
+    "code_blocks",
+    "extra_tests",
+    "fenced_blocks",
+    "job_for",
+    "outside_blocks",
+    "parse_tests",
+    "program_for",
+    "run_tests",
+    "unimplemented",
+]
+
 # Possessive blanks (`*+`): a fence followed by a long run of blanks and no newline is rejected
 # in linear time (backtracking through the blanks made it quadratic: 32k blanks took seconds).
 _FENCE_RE = re.compile(r"```[ \t]*+(?:(?:python3|python|py)[ \t]*+)?\n(.*?)```", re.DOTALL)

@@ -26,6 +26,16 @@ import math
 import re
 import unicodedata
 
+__all__ = [
+    "SCHEMA_BUDGET_S",
+    "field_counts",
+    "fields",
+    "find_json",
+    "loads",
+    "same_value",
+    "schema_valid",
+]
+
 # Possessive blanks (`*+`): linear on a fence followed by a long run of blanks (see verify/code).
 _FENCE_RE = re.compile(r"```[ \t]*+(?:json[ \t]*+)?\n(.*?)```", re.DOTALL)
 MAX_SCAN, MAX_STARTS = 10_000, 8  # bounds for finding JSON embedded in text

@@ -55,6 +55,18 @@ from typing import NamedTuple
 from ..rewards.base import RewardTimeout, time_budget
 from .text import extract_answer, tail
 
+__all__ = [
+    "BUDGET_S",
+    "equal",
+    "gold_text",
+    "gold_value",
+    "is_prose",
+    "latex_key",
+    "predicted_value",
+    "read_final",
+    "read_free_text",
+]
+
 BUDGET_S = 1.0  # CPU s per completion: reading its answer and comparing it with the gold answer
 GOLD_BUDGET_S = 2.0  # per gold answer (read once and cached; not part of a completion's budget)
 WARM_UP_S = 60.0  # math-verify's first parse builds its LaTeX parser (about half a second)

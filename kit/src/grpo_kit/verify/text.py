@@ -6,6 +6,14 @@ from __future__ import annotations
 
 import unicodedata
 
+__all__ = [
+    "ANSWER_CLOSE",
+    "ANSWER_OPEN",
+    "extract_answer",
+    "normalise_label",
+    "tail",
+]
+
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 
 

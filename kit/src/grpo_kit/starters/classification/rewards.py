@@ -1,5 +1,5 @@
-"""The classification task's rewards. Yours to edit: the recipe's `reward_funcs` lists which ones
-train and `reward_weights` weighs them (task.py holds the defaults the recipe starts from).
+"""The classification task's rewards. Yours to edit: the task's `rewards` in task.py list which ones
+train and their weights (the one place they are set).
 
 Labels compare with `normalise_label` (grpo_kit.verify.text): case, Unicode width and zero-width
 characters, runs of whitespace, and quotes, markdown emphasis and punctuation around the label

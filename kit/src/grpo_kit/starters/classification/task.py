@@ -3,8 +3,12 @@ Yours to edit.
 
 How a data row becomes the prompt (`user_message`: the text and the labels), what a perfect
 completion looks like (`ideal_completion`), and the rewards with the weights the recipe starts
-from. The data mapping, the labels and the system prompt here are the defaults of
-configs/grpo.yaml; change them there (or in configs/local.yaml) for a run.
+from, the system prompt and the default data (its labels among them).
+
+task.py is the one home of the task's defaults: the rewards and their weights, the system
+prompt and the default data mapping. configs/grpo.yaml does not restate them (`grpo recipe
+--explain` shows where each value of a run comes from); your own data goes in
+configs/local.yaml, whose data keys override the defaults here.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The code task's rewards. Yours to edit: the recipe's `reward_funcs` lists which ones train
-and `reward_weights` weighs them (task.py holds the defaults the recipe starts from).
+"""The code task's rewards. Yours to edit: the task's `rewards` in task.py list which ones train
+and their weights (the one place they are set).
 
 `code_correctness` runs the completion's last code block against the row's tests in the kit's
 sandbox (`grpo_kit.sandbox`: the operating system isolates every program, and a judge outside

@@ -3,9 +3,13 @@ Yours to edit.
 
 How a data row becomes the prompt (`user_message`), the tests the rewards run (`gold`, and the
 hidden `extra_tests` of `row_fields`), what a perfect completion looks like
-(`ideal_completion`), and the rewards with the weights the recipe starts from. The data mapping
-and the system prompt here are the defaults of configs/grpo.yaml; change them there (or in
-configs/local.yaml) for a run.
+(`ideal_completion`), and the rewards with the weights they train with, the system prompt and
+the default data.
+
+task.py is the one home of the task's defaults: the rewards and their weights, the system
+prompt and the default data mapping. configs/grpo.yaml does not restate them (`grpo recipe
+--explain` shows where each value of a run comes from); your own data goes in
+configs/local.yaml, whose data keys override the defaults here.
 
 The tests a completion is graded on are never all in its prompt: a policy that can read the
 tests it is graded on learns to answer them from a lookup table (GRPO reinforces that as soon as

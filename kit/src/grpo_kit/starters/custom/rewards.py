@@ -1,15 +1,14 @@
 """Rewards for your own task. EDIT HERE: replace `exact_answer` with what "correct" means for you.
 
-A reward takes the completion text and the row's columns (keyword arguments named like the
-dataset columns; the gold answer arrives as `answer`) and returns a float in its declared range,
-or None when it does not apply to that row. Declare it with `@reward(low, high)`, add it to the
-task's `rewards` in task.py, and to `reward_funcs` (with a weight in `reward_weights`) in
-configs/grpo.yaml. Test it on its own first: `make reward-debug`. A reward that parses or runs
-something a completion could make slow declares a per-completion budget,
-`@reward(low, high, time_budget=1.0)` (CPU seconds, so a busy machine does not change a
-verdict): past it the completion scores `low` and is counted (TRL metric
-`rewards/<name>/timeouts`). A completion that makes a reward raise scores `low` too, alone, and
-is counted (`rewards/<name>/errors`, and a warning).
+A reward takes the completion text and the row's columns (keyword arguments named like the dataset
+columns; the gold answer arrives as `answer`) and returns a float in its declared range, or None
+when it does not apply to that row. Declare it with `@reward(low, high)`, and add it (with its
+weight) to the task's `rewards` in task.py, the one place the rewards are listed. Test it on its own
+first: `make reward-debug`. A reward that parses or runs something a completion could make slow
+declares a per-completion budget, `@reward(low, high, time_budget=1.0)` (CPU seconds, so a busy
+machine does not change a verdict): past it the completion scores `low` and is counted (TRL metric
+`rewards/<name>/timeouts`). A completion that makes a reward raise scores `low` too, alone, and is
+counted (`rewards/<name>/errors`, and a warning).
 """
 
 from __future__ import annotations

@@ -3,11 +3,10 @@
 As generated this is a working short-answer example (data/sample_custom.jsonl: `question`,
 `answer`) that passes the smoke run and the tests, so you can change one piece at a time:
 
-1. data: point `dataset_name`, `prompt_column` and `answer_column` in configs/grpo.yaml at your
-   data (a Hub dataset or a local .jsonl/.csv/.parquet file);
-2. prompt: edit `user_message` below and `system_prompt` in the recipe;
-3. rewards: edit rewards.py, the `rewards` below, and `reward_funcs` / `reward_weights` in the
-   recipe;
+1. data: point `dataset_name`, `prompt_column` and `answer_column` in configs/local.yaml at
+   your data (a Hub dataset or a local .jsonl/.csv/.parquet file), or change `data` below;
+2. prompt: edit `user_message` and `system_prompt` below;
+3. rewards: edit rewards.py and the `rewards` below (each one's weight is there);
 4. check: `make reward-debug` scores the ideal completions with every reward.
 """
 

@@ -1,5 +1,5 @@
-"""The JSON task's rewards. Yours to edit: the recipe's `reward_funcs` lists which ones train
-and `reward_weights` weighs them (task.py holds the defaults the recipe starts from).
+"""The JSON task's rewards. Yours to edit: the task's `rewards` in task.py list which ones train
+and their weights (the one place they are set).
 
 What counts as JSON and as the same field is `grpo_kit.verify.json`: standard JSON only (no
 NaN/Infinity), a field is a path of keys and indices (a flat `"addr.city"` key is not the nested

@@ -1,5 +1,5 @@
-"""The math task's rewards. Yours to edit: the recipe's `reward_funcs` lists which ones train
-and `reward_weights` weighs them (task.py holds the defaults the recipe starts from).
+"""The math task's rewards. Yours to edit: the task's `rewards` in task.py list which ones train
+and their weights (the one place they are set).
 
 Each reward follows the kit's contract (`@reward(low, high)`: it never raises, never returns NaN,
 stays in its range); `make reward-debug` scores them all on the sample's ideal completions.

@@ -2,8 +2,12 @@
 
 How a data row becomes the prompt (`user_message`), what a perfect completion looks like
 (`ideal_completion`, which `make reward-debug` and the tests score), and the rewards with the
-weights the recipe starts from. The data mapping and the system prompt here are the defaults of
-configs/grpo.yaml; change them there (or in configs/local.yaml) for a run.
+weights they train with, the system prompt and the default data.
+
+task.py is the one home of the task's defaults: the rewards and their weights, the system
+prompt and the default data mapping. configs/grpo.yaml does not restate them (`grpo recipe
+--explain` shows where each value of a run comes from); your own data goes in
+configs/local.yaml, whose data keys override the defaults here.
 """
 
 from __future__ import annotations

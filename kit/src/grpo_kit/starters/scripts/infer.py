@@ -1,13 +1,18 @@
-"""Ask the trained model: `make infer PROMPT="..."` runs this (as does `grpo infer`).
+"""Ask the trained model, your way: `grpo eject infer` copies this file into your package and
+declares it in pyproject.toml (`[tool.grpo.scripts] infer = "<package>.infer"`); from then on
+`grpo infer` (make infer) and `grpo smoke` call `infer(argv)` below, the one function the kit
+calls (grpo_kit.project.InferScript). Without it they run the kit's own, the same steps
+(grpo_kit.answering.infer).
 
     grpo infer --model outputs/<run>/merged --prompt "What is 7 * 6?"
     grpo infer --model outputs/<run> --prompts-file q.jsonl --output a.jsonl
 
-Yours to edit. `--model` takes a merged folder, a training output folder (the LoRA adapter on
-its base model) or a Hub id; the system prompt and chat template arguments are the recipe's, so
-the model sees the format it was trained on. Decoding defaults to the model card's sampling
-(`--greedy`, `--temperature`, `--top-p`, `--top-k`, `--seed` change it). An agent task's model
-runs its tools for real, in the loop TRL trains with; `--interactive` chats turn by turn.
+Yours to edit; it uses only the kit's public API (the kit's docs/api.md). `--model` takes a merged
+folder, a training output folder (the LoRA adapter on its base model) or a Hub id; the system prompt
+and chat template arguments are the recipe's, so the model sees the format it was trained on.
+Decoding defaults to the model card's sampling (`--greedy`, `--temperature`, `--top-p`, `--top-k`,
+`--seed` change it). An agent task's model runs its tools for real, in the loop TRL trains with;
+`--interactive` chats turn by turn.
 """
 
 from __future__ import annotations

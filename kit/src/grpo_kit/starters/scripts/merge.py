@@ -1,12 +1,16 @@
-"""Merge the trained LoRA adapter into its base model and prove the merge worked: `make merge`
-runs this (as does `grpo merge`).
+"""Merge the trained LoRA adapter into its base model and prove the merge worked, your way: `grpo
+eject merge` copies this file into your package and declares it in pyproject.toml (`[tool.grpo.
+scripts] merge = "<package>.merge"`); from then on `grpo merge` (make merge), `grpo smoke` and
+`stages` call `merge(argv)` below, the one function the kit calls (grpo_kit.project.MergeScript).
+Without it they run the kit's own, the same steps (grpo_kit.merging.merge).
 
     grpo merge [RUN_DIR] [--output DIR] [--config configs/grpo.yaml]
 
-Yours to edit. It writes a standalone model and tokenizer (default RUN_DIR/merged) that plain
-transformers (or vLLM) loads, then reloads that folder and checks that its greedy outputs on a
-few prompts equal the adapter model's: a merged model that silently behaves like the base model
-is a known failure. The folder only appears once the check passed.
+Yours to edit; it uses only the kit's public API (the kit's docs/api.md). It writes a standalone
+model and tokenizer (default RUN_DIR/merged) that plain transformers (or vLLM) loads, then reloads
+that folder and checks that its greedy outputs on a few prompts equal the adapter model's: a merged
+model that silently behaves like the base model is a known failure. The folder only appears once the
+check passed.
 """
 
 from __future__ import annotations

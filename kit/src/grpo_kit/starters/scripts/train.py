@@ -1,13 +1,17 @@
-"""Train with GRPO: `make train` runs this with configs/grpo.yaml (as does `grpo train`).
+"""Train with GRPO, your way: `grpo eject train` copies this file into your package and declares
+it in pyproject.toml (`[tool.grpo.scripts] train = "<package>.train"`); from then on `grpo
+train` (make train), `grpo smoke`, `stages`, `launch` and `try` build their trainer with
+`build_trainer` below, the one function the kit calls (grpo_kit.project.TrainScript). Without
+it they build the kit's own, the same trainer (grpo_kit.training.build_trainer).
 
     grpo train --config configs/grpo.yaml [--max_steps 10 ...]
 
-Yours to edit. The recipe (configs/grpo.yaml, then configs/local.yaml, then the command line)
-holds TRL's GRPOConfig and ModelConfig fields and the kit's; the task (task.py) turns data rows
-into chat prompts and names its rewards (rewards.py). grpo_kit does the checking around TRL: the
-rewards and data are checked before the model loads, a health monitor watches the logs,
-SIGINT/SIGTERM save a checkpoint and the same command resumes. `make stages`, `make smoke` and
-`make try` build their trainer with `build_trainer` below too.
+Yours to edit; it uses only the kit's public API (the kit's docs/api.md). The recipe
+(configs/grpo.yaml, then configs/local.yaml, then the command line) holds TRL's GRPOConfig and
+ModelConfig fields and the kit's; the task (task.py) turns data rows into chat prompts and names its
+rewards (rewards.py). grpo_kit does the checking around TRL: the rewards and data are checked before
+the model loads, a health monitor watches the logs, SIGINT/SIGTERM save a checkpoint and the same
+command resumes.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The tools task's rewards, read from the whole agent rollout TRL hands over: the assistant
 turns (with the `tool_calls` TRL parsed from them) and the tool results in between. Yours to
-edit: the recipe's `reward_funcs` lists which ones train and `reward_weights` weighs them
-(task.py holds the defaults the recipe starts from).
+edit: the task's `rewards` in task.py list which ones train and their weights (the one place
+they are set).
 
 - `tool_answer_correctness` (the task's correctness, weighted highest): the final turn's
   `<answer>` equals the gold answer: read with math-verify for `python` rows (as the math task

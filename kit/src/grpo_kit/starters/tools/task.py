@@ -5,8 +5,12 @@ Each row names its environment (`environment` column: `python` runs code in the 
 `lookup` searches the local knowledge base; add yours to ENVIRONMENTS below). TRL renders the
 environment's tools into the prompt, parses the model's tool calls, runs them on a fresh
 environment per rollout, appends the results and lets the model go on, up to
-`max_tool_calling_iterations` turns; the rewards then read the whole exchange. The data mapping
-and the system prompt here are the defaults of configs/grpo.yaml.
+`max_tool_calling_iterations` turns; the rewards then read the whole exchange.
+
+task.py is the one home of the task's defaults: the rewards and their weights, the system
+prompt and the default data mapping. configs/grpo.yaml does not restate them (`grpo recipe
+--explain` shows where each value of a run comes from); your own data goes in
+configs/local.yaml, whose data keys override the defaults here.
 
 Tool calls take time the training step waits for: the calls of one turn share
 `tool_turn_seconds` and those of one rollout `tool_rollout_seconds` (recipe fields, from the
