@@ -27,14 +27,16 @@ if "grpo_kit" not in sys.modules:  # this template's kit first, whatever else is
 
 import grpo_kit  # noqa: E402, F401
 
+from grpo_template import release  # noqa: E402
+
 STARTERS = "grpo_kit.starters"
 STARTERS_DIR = KIT_SOURCE / "grpo_kit" / "starters"
-VERSION = re.search(
-    r'__version__ = "([^"]+)"', (KIT_SOURCE / "grpo_kit" / "__init__.py").read_text("utf-8")
-).group(1)
+VERSION = release.version(ROOT)
 DISTRIBUTION = "grpo-kit"
 # Template arguments that name a remote repository (cookiecutter's abbreviations and URLs).
-_REMOTE = re.compile(r"^(gh:|gl:|bb:|git@|git\+|https?://|ssh://)")
+_REMOTE = re.compile(r"^(gh:|gl:|bb:|git@|git\+|https?://|ssh://|file://)")
+# URLs another machine can clone (not file://, not a path).
+_PORTABLE = re.compile(r"^(https?://|ssh://|git://)")
 _ABBREVIATIONS = {
     "gh:": "https://github.com/{}.git",
     "gl:": "https://gitlab.com/{}.git",
@@ -75,19 +77,86 @@ def remote_url(template: str) -> str | None:
     return url.removeprefix("git+")
 
 
+def _tag(version: str) -> str:
+    return f"v{version}"
+
+
+def _tagged(template_root: Path) -> bool:
+    return release.tagged(VERSION, template_root)
+
+
+def _pip_url(url: str) -> str:
+    """A git remote as pip's `git+` form takes it: scp-like `git@host:path` becomes
+    `ssh://git@host/path`."""
+    scp = re.match(r"^([\w.-]+@[\w.-]+):(?!//)(.+)$", url)
+    return f"ssh://{scp.group(1)}/{scp.group(2)}" if scp else url
+
+
+def _released_origin(template_root: Path) -> str | None:
+    """A local checkout's `origin` URL when the kit here is the released one there: `origin`
+    is clonable from another machine, the tag v<version> exists, and kit/src hashes to what
+    kit/releases.json records for the version (so the tag holds exactly this kit)."""
+    url = _git(template_root, "remote", "get-url", "origin")
+    if not url or not _PORTABLE.match(_pip_url(url)) or not _tagged(template_root):
+        return None
+    if not release.ledger(template_root) or release.problems(template_root):
+        return None
+    return _pip_url(url)
+
+
 def source(template: str | None, template_root: Path = ROOT) -> str:
-    """Where a project's `make install` gets the kit (the Makefile's KIT): the template it was
-    generated from. A template given as a repository (`cookiecutter gh:org/grpo-template`,
-    `cruft create https://...`) gives `git+<url>@<commit>#subdirectory=kit`, the commit being
-    the one generated from; a local folder (a checkout: `make demo`, the tests) gives that
-    folder's `kit/`. An empty value means PyPI (once released)."""
+    """Where a project's `make install` gets the kit (the Makefile's KIT). A template given as
+    a repository (`cookiecutter gh:org/grpo-template`, `cruft create https://...`) gives the
+    release tag, `git+<url>@v<version>#subdirectory=kit` (the commit generated from when the
+    clone has no such tag: a version being prepared). A local folder (a checkout: `make demo`,
+    the tests) gives the same tag form from its `origin` when that tag holds this very kit
+    (`_released_origin`), else the folder's `kit/`, which installs on this machine only
+    (`portable` says so, `note` writes it next to KIT). An empty value means an index."""
     template = (template or "").strip()
     url = remote_url(template)
     if url:
+        if _tagged(template_root):
+            return f"git+{url}@{_tag(VERSION)}#subdirectory=kit"
         commit = _commit(template_root)
         return f"git+{url}@{commit}#subdirectory=kit" if commit else f"git+{url}#subdirectory=kit"
     folder = Path(template) if template and Path(template).is_absolute() else template_root
+    released = _released_origin(folder)
+    if released:
+        return f"git+{released}@{_tag(VERSION)}#subdirectory=kit"
     return str((folder / "kit").resolve())
+
+
+def portable(kit_source: str) -> bool:
+    """Whether a KIT value installs on another machine (a CI runner): an index (empty), or a
+    git URL another machine can clone."""
+    if not kit_source:
+        return True
+    url = kit_source.removeprefix("git+")
+    return kit_source.startswith("git+") and bool(_PORTABLE.match(url))
+
+
+def note(template: str | None, template_root: Path = ROOT) -> str:
+    """The comment the Makefile writes after KIT (no space before `#`: make keeps it out of
+    the value): empty when the kit installs anywhere, else a warning."""
+    if portable(source(template, template_root)):
+        return ""
+    return (
+        "# a folder on the machine that generated this project: `make install` works only"
+        " there (CI too fails); set KIT to git+<url>@v" + VERSION + "#subdirectory=kit"
+    )
+
+
+def warning(template: str | None, template_root: Path = ROOT) -> str | None:
+    """The post-generation warning for a kit that installs on this machine only, or None."""
+    kit_source = source(template, template_root)
+    if portable(kit_source):
+        return None
+    return (
+        f"WARNING: grpo-kit installs from {kit_source}, a folder on this machine: `make install`"
+        " works only here, and the project's CI workflow will stop. To install it anywhere,"
+        f" set KIT in the Makefile to git+<the template's URL>@v{VERSION}#subdirectory=kit"
+        " (RELEASING.md), or generate from the repository (cookiecutter gh:<org>/grpo-template)."
+    )
 
 
 @dataclass(frozen=True)

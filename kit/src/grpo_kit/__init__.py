@@ -14,4 +14,4 @@ arrange. The starting points a project is generated from (tasks, rewards, script
 are in `starters/`.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
