@@ -141,8 +141,8 @@ def note(template: str | None, template_root: Path = ROOT) -> str:
     if portable(source(template, template_root)):
         return ""
     return (
-        "# a folder on the machine that generated this project: `make install` works only"
-        " there (CI too fails); set KIT to git+<url>@v" + VERSION + "#subdirectory=kit"
+        "# on the machine that generated this project only: `make install` works only there"
+        " (CI too fails); set KIT to git+<url>@v" + VERSION + "#subdirectory=kit"
     )
 
 
@@ -152,7 +152,7 @@ def warning(template: str | None, template_root: Path = ROOT) -> str | None:
     if portable(kit_source):
         return None
     return (
-        f"WARNING: grpo-kit installs from {kit_source}, a folder on this machine: `make install`"
+        f"WARNING: grpo-kit installs from {kit_source}, on this machine only: `make install`"
         " works only here, and the project's CI workflow will stop. To install it anywhere,"
         f" set KIT in the Makefile to git+<the template's URL>@v{VERSION}#subdirectory=kit"
         " (RELEASING.md), or generate from the repository (cookiecutter gh:<org>/grpo-template)."

@@ -55,11 +55,10 @@ def _key(text: str) -> tuple:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"[.+-]", text))
 
 
-def kit_files(root: Path = ROOT) -> list[Path]:
-    """The files whose contents make the kit, relative to kit/src, sorted."""
-    base = root / KIT_SOURCE
+def _files(base: Path, only: str | None = None) -> list[Path]:
+    """The files under base (or under base/only), relative to base, sorted; nothing built."""
     files = []
-    for path in base.rglob("*"):
+    for path in (base / only if only else base).rglob("*"):
         relative = path.relative_to(base)
         if any(p in _SKIPPED_FOLDERS or p.endswith(_SKIPPED_SUFFIXES) for p in relative.parts):
             continue
@@ -68,14 +67,26 @@ def kit_files(root: Path = ROOT) -> list[Path]:
     return sorted(files, key=lambda p: p.as_posix())
 
 
-def kit_hash(root: Path = ROOT) -> str:
-    """SHA-256 over kit/src's files: each one's path, then its length and bytes."""
+def folder_hash(base: Path, only: str | None = None) -> str:
+    """SHA-256 over the files under base (or only base/only): each one's path relative to base,
+    then its length and bytes. `folder_hash(site_packages, "grpo_kit")` of an installed kit
+    equals the `kit_hash` of the kit/src it was built from."""
     digest = hashlib.sha256()
-    for relative in kit_files(root):
-        data = (root / KIT_SOURCE / relative).read_bytes()
+    for relative in _files(base, only):
+        data = (base / relative).read_bytes()
         digest.update(relative.as_posix().encode() + b"\0" + str(len(data)).encode() + b"\0")
         digest.update(data)
     return digest.hexdigest()
+
+
+def kit_files(root: Path = ROOT) -> list[Path]:
+    """The files whose contents make the kit, relative to kit/src, sorted."""
+    return _files(root / KIT_SOURCE)
+
+
+def kit_hash(root: Path = ROOT) -> str:
+    """SHA-256 over kit/src's files (`folder_hash`)."""
+    return folder_hash(root / KIT_SOURCE)
 
 
 def ledger(root: Path = ROOT) -> dict[str, str]:

@@ -181,7 +181,7 @@ def test_a_local_checkout_of_a_release_installs_from_its_origin(tmp_path):
     (root / "kit/src/grpo_kit/core.py").write_text("X = 2\n")
     assert kit.source(str(root), root) == str(root / "kit")
     assert "installs from" in kit.warning(str(root), root)
-    assert kit.note(str(root), root).startswith("# a folder on the machine")
+    assert kit.note(str(root), root).startswith("# on the machine that generated this project")
 
 
 def test_a_local_checkout_without_a_clonable_origin_installs_from_its_folder_loudly(tmp_path):
@@ -218,7 +218,12 @@ def test_a_local_bake_says_so_in_its_makefile_message_and_workflow(tmp_path):
     runner = subprocess.run(["bash", "-ec", step["run"]], cwd=project, env=elsewhere,
                             capture_output=True, text=True)  # fmt: skip
     assert runner.returncode == 1
-    assert runner.stdout.startswith("::error::KIT = /home/someone/grpo-template/kit is a folder")
+    error = "::error::KIT = /home/someone/grpo-template/kit is on the machine that generated"
+    assert runner.stdout.startswith(error)
+    url = {**env, "KIT": "git+file:///home/someone/grpo-template@v1.0.0#subdirectory=kit"}
+    runner = subprocess.run(["bash", "-ec", step["run"]], cwd=project, env=url,
+                            capture_output=True, text=True)  # fmt: skip
+    assert runner.returncode == 1 and runner.stdout.startswith("::error::KIT = git+file://")
 
 
 def test_the_generated_workflow_pins_every_action_by_commit():
