@@ -137,13 +137,21 @@ def portable(kit_source: str) -> bool:
 
 def note(template: str | None, template_root: Path = ROOT) -> str:
     """The comment the Makefile writes after KIT (no space before `#`: make keeps it out of
-    the value): empty when the kit installs anywhere, else a warning."""
+    the value): empty when the kit installs anywhere, else a warning. It names no version, so
+    a release changes no Makefile line of a project generated from a folder."""
     if portable(source(template, template_root)):
         return ""
     return (
         "# on the machine that generated this project only: `make install` works only there"
-        " (CI too fails); set KIT to git+<url>@v" + VERSION + "#subdirectory=kit"
+        " (CI too fails); set KIT to git+<url>@v<version>\\#subdirectory=kit"
     )
+
+
+def makefile_value(template: str | None, template_root: Path = ROOT) -> str:
+    """KIT's line after `KIT ?= ` in the project's Makefile: the source with make's comment
+    sign escaped (`#subdirectory=kit` unescaped would end the value at `@v<version>`), then
+    the note."""
+    return source(template, template_root).replace("#", "\\#") + note(template, template_root)
 
 
 def warning(template: str | None, template_root: Path = ROOT) -> str | None:
@@ -154,8 +162,9 @@ def warning(template: str | None, template_root: Path = ROOT) -> str | None:
     return (
         f"WARNING: grpo-kit installs from {kit_source}, on this machine only: `make install`"
         " works only here, and the project's CI workflow will stop. To install it anywhere,"
-        f" set KIT in the Makefile to git+<the template's URL>@v{VERSION}#subdirectory=kit"
-        " (RELEASING.md), or generate from the repository (cookiecutter gh:<org>/grpo-template)."
+        f" set KIT in the Makefile to git+<the template's URL>@v{VERSION}\\#subdirectory=kit"
+        " (make needs the \\#; RELEASING.md), or generate from the repository"
+        " (cookiecutter gh:<org>/grpo-template)."
     )
 
 

@@ -118,7 +118,8 @@ def commit_all(folder: Path, message: str) -> None:
 
 
 # pip's spellings of --no-deps and --no-build-isolation (sic: "0" turns isolation off): the
-# virtual environment sees this one's packages (torch, trl, ...), and builds use its hatchling.
+# virtual environment sees this one's packages (torch, trl, ...), and builds use its hatchling
+# (and editables, for the project's `-e .`).
 INSTALL_ENV = {"PIP_NO_DEPS": "1", "PIP_NO_BUILD_ISOLATION": "0"}
 
 
@@ -130,15 +131,16 @@ def venv(tmp_path_factory) -> Path:
     command = [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages"]
     subprocess.run([*command, str(folder)], check=True)
     python = folder / "bin" / "python"
-    install = [str(python), "-m", "pip", "install", "-q", "hatchling"]
+    install = [str(python), "-m", "pip", "install", "-q", "hatchling", "editables"]
     assert_ok(subprocess.run(install, capture_output=True, text=True, timeout=600))
     return python
 
 
-def make_install(project: Path, python: Path, **variables: str) -> tuple[str, str]:
+def make_install(project: Path, python: Path, deps: bool = False, **variables: str):
     """The project's `make install` in the virtual environment (its grpo-kit from an earlier
-    install removed first); returns the grpo-kit installed: its version and the SHA-256 of its
-    files, as kit/releases.json records a kit."""
+    install removed first; `deps`: resolve the project's dependencies, as an index install of
+    the kit needs); returns the grpo-kit installed: its version and the SHA-256 of its files,
+    as kit/releases.json records a kit."""
     from grpo_template import release
 
     pip = [str(python), "-m", "pip"]
@@ -146,6 +148,8 @@ def make_install(project: Path, python: Path, **variables: str) -> tuple[str, st
     command = ["make", "install", f"PYTHON={python}", *(f"{k}={v}" for k, v in variables.items())]
     env = {**os.environ, **INSTALL_ENV}
     env.pop("PYTHONPATH", None)
+    if deps:
+        env.pop("PIP_NO_DEPS")
     made = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True,
                           timeout=900)  # fmt: skip
     assert_ok(made)
@@ -180,6 +184,8 @@ def release_kit(template: Path, addition: str) -> str:
     )
     release.record(template)
     commit_all(template, f"grpo-kit {bumped}: a fix")
+    git(template, "config", "user.name", "test")  # the annotated tag's tagger
+    git(template, "config", "user.email", "test@example.com")
     release.tag(template)
     return bumped
 
@@ -283,50 +289,59 @@ def test_a_kit_only_fix_reaches_a_project_as_its_pin_alone(tmp_path, venv):
 
 
 @pytest.mark.slow
-def test_a_kit_release_reaches_a_project_from_its_git_tag_and_from_an_index(tmp_path, venv):
-    """A project generated from the template's repository (a URL: here file://) installs the
-    kit by its release tag. Across the next release, `cruft update` moves the pin and the tag
-    in KIT, and `make install` installs exactly the new kit, from the tag and, with KIT empty,
-    from a package index that holds both releases' wheels."""
+def test_a_kit_release_reaches_a_project_from_its_git_tag_and_from_an_index(
+    tmp_path, venv, monkeypatch
+):
+    """A project generated from the template's repository (a URL) installs the kit by its
+    release tag. Across the next release, `cruft update` moves the pin and the tag in KIT, and
+    `make install` installs exactly the new kit, from the tag and, with KIT empty, from a
+    package index that holds both releases' wheels."""
     from grpo_template import release
 
     template = template_repository(tmp_path)
     version = release.version(template)
     git(template, "tag", f"v{version}")  # this tree as the release it names
-    url = template.as_uri()
+    # The repository at a URL, offline: git (cruft's clones, pip's) reads it from the folder.
+    url = "https://example.invalid/org/grpo-template.git"
+    config = tmp_path / "gitconfig"
+    config.write_text(f'[url "{template.as_uri()}"]\n\tinsteadOf = {url}\n')
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
     out = tmp_path / "projects"
     out.mkdir()
     assert_ok(cruft(out, "create", url, "--no-input"))
     project = out / "my-grpo-project"
     git(project, "init", "-q")
     commit_all(project, "generated")
-    assert f"\nKIT ?= git+{url}@v{version}#subdirectory=kit" in (project / "Makefile").read_text()
+    makefile = (project / "Makefile").read_text()
+    assert f"\nKIT ?= git+{url}@v{version}\\#subdirectory=kit\n" in makefile  # make's \# is #
 
     bumped = release_kit(template, "\n# a fix inside the kit, released\n")
     assert_ok(cruft(project, "update", "--skip-apply-ask"))
     diff = subprocess.run(["git", "diff", "HEAD", "-U0", "Makefile", "pyproject.toml"],
                           cwd=project, capture_output=True, text=True).stdout  # fmt: skip
     edits = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in "+++---"]
-    edits = [line.split("#subdirectory=kit")[0] for line in edits]  # file://: a note follows
     assert edits == [
-        f"-KIT ?= git+{url}@v{version}",
-        f"+KIT ?= git+{url}@v{bumped}",
+        f"-KIT ?= git+{url}@v{version}\\#subdirectory=kit",
+        f"+KIT ?= git+{url}@v{bumped}\\#subdirectory=kit",
         f'-    "grpo-kit=={version}",',
         f'+    "grpo-kit=={bumped}",',
     ], edits
     new_kit = release.ledger(template)[bumped]
     assert make_install(project, venv) == (bumped, new_kit)
 
-    # An index with both releases (PEP 503's layout: <index>/<name>/<files>, a folder here).
+    # An index with both releases (PEP 503: <index>/<name>/index.html, served from a folder).
     wheels = tmp_path / "simple" / "grpo-kit"
     for ref in (f"v{version}", f"v{bumped}"):
         build = [str(venv), "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels),
                  f"git+{url}@{ref}#subdirectory=kit"]  # fmt: skip
         assert_ok(subprocess.run(build, capture_output=True, text=True, timeout=600,
                                  env={**os.environ, **INSTALL_ENV}))  # fmt: skip
-    assert len(list(wheels.glob("grpo_kit-*.whl"))) == 2
+    names = sorted(wheel.name for wheel in wheels.glob("grpo_kit-*.whl"))
+    assert len(names) == 2, names
+    links = "".join(f'<a href="{name}">{name}</a>\n' for name in names)  # PEP 503's page
+    (wheels / "index.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n")
     index = {"KIT": "", "PIP_INDEX_URL": (tmp_path / "simple").as_uri()}
-    assert make_install(project, venv, **index) == (bumped, new_kit)
+    assert make_install(project, venv, deps=True, **index) == (bumped, new_kit)
 
 
 def test_where_a_project_was_generated_from():

@@ -188,9 +188,8 @@ def test_a_local_checkout_without_a_clonable_origin_installs_from_its_folder_lou
     root = released_checkout(tmp_path, str(tmp_path / "elsewhere"))  # an origin on this disk
     assert kit.source(str(root), root) == str(root / "kit")
     assert not kit.portable(str(root / "kit"))
-    assert f"set KIT in the Makefile to git+<the template's URL>@v{kit.VERSION}" in kit.warning(
-        str(root), root
-    )
+    fix = f"set KIT in the Makefile to git+<the template's URL>@v{kit.VERSION}\\#subdirectory=kit"
+    assert fix in kit.warning(str(root), root)
 
 
 def test_a_local_bake_says_so_in_its_makefile_message_and_workflow(tmp_path):
@@ -202,7 +201,7 @@ def test_a_local_bake_says_so_in_its_makefile_message_and_workflow(tmp_path):
     assert made.returncode == 0, made.stderr[-2000:]
     project = tmp_path / "my-grpo-project"
     source, note = kit.source(str(ROOT)), kit.note(str(ROOT))
-    assert f"\nKIT ?= {source}{note}\n" in (project / "Makefile").read_text()
+    assert f"\nKIT ?= {kit.makefile_value(str(ROOT))}\n" in (project / "Makefile").read_text()
     assert (kit.warning(str(ROOT)) in made.stdout) if note else ("WARNING" not in made.stdout)
     if not note:
         pytest.skip("this checkout's kit is a tagged release with an origin: nothing to warn")
