@@ -262,9 +262,9 @@ def test_long_and_short_package_names_stay_ruff_clean(cookies):
 
 
 def test_generated_workflow_runs_the_projects_own_tests(baked):
-    """The GitHub Actions workflow is valid YAML, installs CPU torch first (after bubblewrap,
-    for the tasks that run the code sandbox), then runs the project's own make targets, with
-    GitHub's `${{ }}` expressions left for GitHub."""
+    """The GitHub Actions workflow is valid YAML, checks first that KIT installs on the runner,
+    installs CPU torch first (after bubblewrap, for the tasks that run the code sandbox), then
+    runs the project's own make targets, with GitHub's `${{ }}` expressions left for GitHub."""
     import yaml
 
     tasks = {}
@@ -275,6 +275,8 @@ def test_generated_workflow_runs_the_projects_own_tests(baked):
         assert "${{ failure() }}" in text
         steps = yaml.safe_load(text)["jobs"]["test"]["steps"]
         commands = [step["run"] for step in steps if "run" in step]
+        assert "print-kit" in commands[0], task  # first: KIT installs here (test_release.py)
+        commands = commands[1:]
         if task in ("code", "tools"):
             assert "apt-get install" in commands[0] and "bubblewrap" in commands[0], task
             commands = commands[1:]
