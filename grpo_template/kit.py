@@ -135,11 +135,8 @@ def portable(kit_source: str) -> bool:
     return kit_source.startswith("git+") and bool(_PORTABLE.match(url))
 
 
-def note(template: str | None, template_root: Path = ROOT) -> str:
-    """The comment the Makefile writes after KIT (no space before `#`: make keeps it out of
-    the value): empty when the kit installs anywhere, else a warning. It names no version, so
-    a release changes no Makefile line of a project generated from a folder."""
-    if portable(source(template, template_root)):
+def _note(kit_source: str) -> str:
+    if portable(kit_source):
         return ""
     return (
         "# on the machine that generated this project only: `make install` works only there"
@@ -147,11 +144,19 @@ def note(template: str | None, template_root: Path = ROOT) -> str:
     )
 
 
+def note(template: str | None, template_root: Path = ROOT) -> str:
+    """The comment the Makefile writes after KIT (no space before `#`: make keeps it out of
+    the value): empty when the kit installs anywhere, else a warning. It names no version, so
+    a release changes no Makefile line of a project generated from a folder."""
+    return _note(source(template, template_root))
+
+
 def makefile_value(template: str | None, template_root: Path = ROOT) -> str:
     """KIT's line after `KIT ?= ` in the project's Makefile: the source with make's comment
     sign escaped (`#subdirectory=kit` unescaped would end the value at `@v<version>`), then
     the note."""
-    return source(template, template_root).replace("#", "\\#") + note(template, template_root)
+    kit_source = source(template, template_root)
+    return kit_source.replace("#", "\\#") + _note(kit_source)
 
 
 def warning(template: str | None, template_root: Path = ROOT) -> str | None:

@@ -328,8 +328,9 @@ def test_a_baked_project_holds_what_its_user_owns(baked):
 
 
 def test_the_project_pins_the_kit_and_names_where_to_install_it_from(baked):
-    """grpo-kit==<the template's version>, and the Makefile's KIT: this checkout's kit/ (a
-    local bake), so make install works without a package index release."""
+    """grpo-kit==<the template's version>, and the Makefile's KIT: a local bake's, its kit/
+    folder with the warning that it stays on this machine, or its origin's release tag (which,
+    test_release.py), so make install works without a package index release."""
     import tomllib
 
     from grpo_template import kit
@@ -340,7 +341,7 @@ def test_the_project_pins_the_kit_and_names_where_to_install_it_from(baked):
         assert f"grpo-kit=={kit.VERSION}" in meta["project"]["dependencies"]
         assert meta["tool"]["grpo"]["package"] == combo["package_name"]
         makefile = (project / "Makefile").read_text(encoding="utf-8")
-        assert f"KIT ?= {ROOT / 'kit'}" in makefile
+        assert f"\nKIT ?= {kit.makefile_value(str(ROOT))}\n" in makefile
 
 
 def _help_columns(output: str) -> set[int]:
