@@ -5,10 +5,10 @@ weights, the sandbox limits, the health thresholds, the recipe fields' help).
 The kit sits in this repository (`kit/`, the package `grpo_kit`), and the template always reads
 its own copy (a checkout, a clone made by `cookiecutter gh:...` or `cruft update`), installed or
 not: the version a project pins and the starters it is made from are this template's. Where
-the template itself came from (its repository and commit) decides where a project installs the
-kit from (`source`) and what its `.cruft.json` records (`origin`). Only modules that import
-nothing but the standard library at load time are read here (a test checks that the template
-renders with math-verify, jsonschema, trl and torch absent).
+the template itself came from (its repository, commit and release tag) decides where a project
+installs the kit from (`source`; RELEASING.md) and what its `.cruft.json` records (`origin`).
+Only modules that import nothing but the standard library at load time are read here (a test
+checks that the template renders with math-verify, jsonschema, trl and torch absent).
 """
 
 from __future__ import annotations
@@ -99,23 +99,28 @@ def _released_origin(template_root: Path) -> str | None:
     url = _git(template_root, "remote", "get-url", "origin")
     if not url or not _PORTABLE.match(_pip_url(url)) or not _tagged(template_root):
         return None
-    if not release.ledger(template_root) or release.problems(template_root):
-        return None
-    return _pip_url(url)
+    return _pip_url(url) if _is_recorded(template_root) else None
+
+
+def _is_recorded(template_root: Path) -> bool:
+    """Whether kit/src there is the kit kit/releases.json records for its version (and so the
+    kit its tag holds)."""
+    return bool(release.ledger(template_root)) and not release.problems(template_root)
 
 
 def source(template: str | None, template_root: Path = ROOT) -> str:
     """Where a project's `make install` gets the kit (the Makefile's KIT). A template given as
     a repository (`cookiecutter gh:org/grpo-template`, `cruft create https://...`) gives the
     release tag, `git+<url>@v<version>#subdirectory=kit` (the commit generated from when the
-    clone has no such tag: a version being prepared). A local folder (a checkout: `make demo`,
-    the tests) gives the same tag form from its `origin` when that tag holds this very kit
-    (`_released_origin`), else the folder's `kit/`, which installs on this machine only
-    (`portable` says so, `note` writes it next to KIT). An empty value means an index."""
+    clone has no such tag, a version being prepared, or its kit is not the recorded one). A
+    local folder (a checkout: `make demo`, the tests) gives the same tag form from its `origin`
+    when that tag holds this very kit (`_released_origin`), else the folder's `kit/`, which
+    installs on this machine only (`portable` says so, `note` writes it next to KIT). An empty
+    value means an index."""
     template = (template or "").strip()
     url = remote_url(template)
     if url:
-        if _tagged(template_root):
+        if _tagged(template_root) and _is_recorded(template_root):
             return f"git+{url}@{_tag(VERSION)}#subdirectory=kit"
         commit = _commit(template_root)
         return f"git+{url}@{commit}#subdirectory=kit" if commit else f"git+{url}#subdirectory=kit"

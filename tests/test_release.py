@@ -167,9 +167,14 @@ def test_a_remote_template_installs_the_kit_by_its_release_tag(tmp_path):
     assert kit.source("gh:org/grpo-template", root) == expected
     assert kit.portable(expected) and kit.note("gh:org/grpo-template", root) == ""
     assert kit.warning("gh:org/grpo-template", root) is None
-    git(root, "tag", "-d", f"v{kit.VERSION}")  # a version being prepared: the commit
     commit = git(root, "rev-parse", "HEAD")
-    assert kit.source("gh:org/grpo-template", root) == f"git+{url}@{commit}#subdirectory=kit"
+    by_commit = f"git+{url}@{commit}#subdirectory=kit"
+    core = root / "kit/src/grpo_kit/core.py"
+    core.write_text("X = 2\n")  # not the tag's kit: the commit (that holds it)
+    assert kit.source("gh:org/grpo-template", root) == by_commit
+    core.write_text("X = 1\n")
+    git(root, "tag", "-d", f"v{kit.VERSION}")  # a version being prepared: the commit
+    assert kit.source("gh:org/grpo-template", root) == by_commit
 
 
 def test_a_local_checkout_of_a_release_installs_from_its_origin(tmp_path):
