@@ -51,8 +51,10 @@ def version(root: Path = ROOT) -> str:
 
 
 def _key(text: str) -> tuple:
-    """A version as a sortable key: 0.10.0 after 0.9.1."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"[.+-]", text))
+    """A version as a sortable key: 0.10.0 after 0.9.1 (each part: its number, then the rest,
+    so 0.3.0rc1 compares with 0.3.0 instead of failing)."""
+    parts = (re.match(r"(\d*)(.*)", part).groups() for part in re.split(r"[.+-]", text))
+    return tuple((int(number) if number else -1, rest) for number, rest in parts)
 
 
 def _files(base: Path, only: str | None = None) -> list[Path]:

@@ -115,6 +115,11 @@ def test_an_unreleased_version_is_recorded_again_until_it_is_tagged(tmp_path):
     assert release.problems(root) == []
 
 
+def test_versions_sort_as_numbers():
+    assert release._key("0.10.0") > release._key("0.9.1") > release._key("0.9.0")
+    assert release._key("0.3.0rc1") != release._key("0.3.0")  # compares, does not raise
+
+
 def test_record_refuses_a_missing_changelog_entry_and_an_older_version(tmp_path):
     root = fake_template(tmp_path, changelog=False)
     with pytest.raises(release.ReleaseError, match=r"no '## \[1\.0\.0\]' entry"):
