@@ -4,7 +4,7 @@ ARGS ?=# extra pytest arguments for the template's suite
 KIT_ARGS ?=# extra pytest arguments for grpo-kit's suite
 
 .DEFAULT_GOAL := help
-.PHONY: help install-test test test-kit test-template test-fast demo lint questions
+.PHONY: help install-test test test-kit test-template test-fast demo lint questions release-check release-record release-tag
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {n[NR] = $$1; d[NR] = $$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= NR; i++) printf "  %-" w "s  %s\n", n[i], d[i]}'
@@ -47,3 +47,12 @@ lint: ## ruff on the template's own Python and on grpo-kit's
 
 questions: ## Regenerate cookiecutter.json from the catalog, tiers and tasks
 	$(PYTHON) -m grpo_template.questions --write
+
+release-check: ## Is kit/src the kit its version recorded in kit/releases.json? (the CI check; RELEASING.md)
+	$(PYTHON) -m grpo_template.release check
+
+release-record: ## Record __version__'s kit (kit/src's hash) in kit/releases.json; a tagged version's kit never changes
+	$(PYTHON) -m grpo_template.release record
+
+release-tag: ## Tag HEAD v<version> when kit/src is the recorded kit and committed (then: git push origin main v<version>)
+	$(PYTHON) -m grpo_template.release tag

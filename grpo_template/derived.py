@@ -277,10 +277,11 @@ def _cached(key: tuple) -> dict:
 
 
 def lookup(context: dict, name: str):
-    """One value for the answers in a cookiecutter context (cached per answer set); `kit_source`
-    depends on where the template came from (cookiecutter's `_template`), not on the answers."""
-    if name == "kit_source":
-        return kit.source(context.get("_template"))
+    """One value for the answers in a cookiecutter context (cached per answer set);
+    `kit_makefile` (the Makefile's KIT) depends on where the template came from (cookiecutter's
+    `_template`), not on the answers."""
+    if name == "kit_makefile":
+        return kit.makefile_value(context.get("_template"))
     answers = Answers.from_context(context)
     key = tuple(getattr(answers, f) for f in Answers.__dataclass_fields__)
     return _cached(key)[name]

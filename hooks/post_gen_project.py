@@ -51,3 +51,6 @@ Next:
   {regenerate}
 """
 )
+kit_warning = kit.warning(ANSWERS.get("_template"))
+if kit_warning:  # loud: the project's own CI cannot install a kit from this machine's folder
+    print(f"{'!' * 78}\n{kit_warning}\n{'!' * 78}\n")

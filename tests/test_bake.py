@@ -259,9 +259,9 @@ def test_long_and_short_package_names_stay_ruff_clean(cookies):
 
 
 def test_generated_workflow_runs_the_projects_own_tests(baked):
-    """The GitHub Actions workflow is valid YAML, installs CPU torch first (after bubblewrap,
-    for the tasks that run the code sandbox), then runs the project's own make targets, with
-    GitHub's `${{ }}` expressions left for GitHub."""
+    """The GitHub Actions workflow is valid YAML, checks first that KIT installs on the runner,
+    installs CPU torch first (after bubblewrap, for the tasks that run the code sandbox), then
+    runs the project's own make targets, with GitHub's `${{ }}` expressions left for GitHub."""
     import yaml
 
     tasks = {}
@@ -272,6 +272,8 @@ def test_generated_workflow_runs_the_projects_own_tests(baked):
         assert "${{ failure() }}" in text
         steps = yaml.safe_load(text)["jobs"]["test"]["steps"]
         commands = [step["run"] for step in steps if "run" in step]
+        assert "print-kit" in commands[0], task  # first: KIT installs here (test_release.py)
+        commands = commands[1:]
         if task in ("code", "tools"):
             assert "apt-get install" in commands[0] and "bubblewrap" in commands[0], task
             commands = commands[1:]
@@ -321,8 +323,9 @@ def test_a_baked_project_holds_what_its_user_owns(baked):
 
 
 def test_the_project_pins_the_kit_and_names_where_to_install_it_from(baked):
-    """grpo-kit==<the template's version>, and the Makefile's KIT: this checkout's kit/ (a
-    local bake), so make install works without a package index release."""
+    """grpo-kit==<the template's version>, and the Makefile's KIT: a local bake's, its kit/
+    folder with the warning that it stays on this machine, or its origin's release tag (which,
+    test_release.py), so make install works without a package index release."""
     import tomllib
 
     from grpo_template import kit
@@ -333,7 +336,7 @@ def test_the_project_pins_the_kit_and_names_where_to_install_it_from(baked):
         assert f"grpo-kit=={kit.VERSION}" in meta["project"]["dependencies"]
         assert meta["tool"]["grpo"]["package"] == combo["package_name"]
         makefile = (project / "Makefile").read_text(encoding="utf-8")
-        assert f"KIT ?= {ROOT / 'kit'}" in makefile
+        assert f"\nKIT ?= {kit.makefile_value(str(ROOT))}\n" in makefile
 
 
 def _help_columns(output: str) -> set[int]:

@@ -117,6 +117,79 @@ def commit_all(folder: Path, message: str) -> None:
     git(folder, "commit", "-qm", message)
 
 
+# pip's spellings of --no-deps and --no-build-isolation (sic: "0" turns isolation off): the
+# virtual environment sees this one's packages (torch, trl, ...), and builds use its hatchling
+# (and editables, for the project's `-e .`).
+INSTALL_ENV = {"PIP_NO_DEPS": "1", "PIP_NO_BUILD_ISOLATION": "0"}
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory) -> Path:
+    """One virtual environment for every `make install` here, made once: it installs grpo-kit
+    and the project into itself only (this environment's own grpo-kit stays as it is)."""
+    folder = tmp_path_factory.mktemp("venv")
+    command = [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages"]
+    subprocess.run([*command, str(folder)], check=True)
+    python = folder / "bin" / "python"
+    install = [str(python), "-m", "pip", "install", "-q", "hatchling", "editables"]
+    assert_ok(subprocess.run(install, capture_output=True, text=True, timeout=600))
+    return python
+
+
+def make_install(project: Path, python: Path, deps: bool = False, **variables: str):
+    """The project's `make install` in the virtual environment (its grpo-kit from an earlier
+    install removed first; `deps`: resolve the project's dependencies, as an index install of
+    the kit needs); returns the grpo-kit installed: its version and the SHA-256 of its files,
+    as kit/releases.json records a kit."""
+    from grpo_template import release
+
+    pip = [str(python), "-m", "pip"]
+    subprocess.run([*pip, "uninstall", "-y", "-q", "grpo-kit"], capture_output=True, timeout=300)
+    command = ["make", "install", f"PYTHON={python}", *(f"{k}={v}" for k, v in variables.items())]
+    env = {**os.environ, **INSTALL_ENV}
+    env.pop("PYTHONPATH", None)
+    if deps:
+        env.pop("PIP_NO_DEPS")
+    made = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True,
+                          timeout=900)  # fmt: skip
+    assert_ok(made)
+    probe = (
+        "import grpo_kit, importlib.metadata as m; print(m.version('grpo-kit'), grpo_kit.__file__)"
+    )
+    found = subprocess.run([str(python), "-c", probe], cwd=project.parent, env=env,
+                           capture_output=True, text=True)  # fmt: skip
+    assert_ok(found)
+    version, where = found.stdout.split()
+    site = Path(where).parent.parent
+    assert site.is_relative_to(python.parent.parent), where  # the venv's, not this environment's
+    return version, release.folder_hash(site, "grpo_kit")
+
+
+def release_kit(template: Path, addition: str) -> str:
+    """Cut a kit release in a template repository as RELEASING.md says: bump the patch version,
+    change the kit, a changelog entry, `make release-record`, commit, `make release-tag`."""
+    from grpo_template import release
+
+    version_file = template / "kit/src/grpo_kit/__init__.py"
+    old = version_file.read_text()
+    version = release.version(template)
+    bumped = ".".join([*version.split(".")[:-1], str(int(version.split(".")[-1]) + 1)])
+    version_file.write_text(old.replace(f'"{version}"', f'"{bumped}"'))
+    training = template / "kit/src/grpo_kit/training.py"
+    training.write_text(training.read_text() + addition)
+    changelog = template / "kit/CHANGELOG.md"
+    entry = f"## [{bumped}] - 2026-12-07\n\n### Fixed\n- a fix inside the kit\n\n"
+    changelog.write_text(
+        changelog.read_text().replace(f"## [{version}]", entry + f"## [{version}]")
+    )
+    release.record(template)
+    commit_all(template, f"grpo-kit {bumped}: a fix")
+    git(template, "config", "user.name", "test")  # the annotated tag's tagger
+    git(template, "config", "user.email", "test@example.com")
+    release.tag(template)
+    return bumped
+
+
 @pytest.mark.slow
 def test_cruft_update_to_another_task_keeps_user_files(tmp_path):
     project = cruft_created(tmp_path)
@@ -177,12 +250,17 @@ def test_cruft_update_to_and_from_the_tools_task(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_kit_only_fix_reaches_a_project_as_its_pin_alone(tmp_path):
-    """The template ships a fix inside grpo-kit (a version bump and a change to its code, no
-    starter touched): `cruft update` changes the project's grpo-kit pin and nothing else, and
-    the user's edits to their rewards, their task and configs/local.yaml are all still there."""
+def test_a_kit_only_fix_reaches_a_project_as_its_pin_alone(tmp_path, venv):
+    """The template ships a fix inside grpo-kit (a release: a version bump, a change to its
+    code, a changelog entry, no starter touched): `cruft update` changes the project's grpo-kit
+    pin and nothing else, the user's edits to their rewards, their task and configs/local.yaml
+    are all still there, and `make install` (the kit from the template's folder) installs
+    exactly the new kit."""
+    from grpo_template import release
+
     project = cruft_created(tmp_path)
     template = Path(json.loads((project / ".cruft.json").read_text())["template"])
+    version = release.version(template)
     package = project / "src/my_grpo_project"
     mine = {
         package / "rewards.py": "\n\n# my reward tweak\n",
@@ -194,14 +272,7 @@ def test_a_kit_only_fix_reaches_a_project_as_its_pin_alone(tmp_path):
     commit_all(project, "my changes")
     before = {p: p.read_text() for p in project.rglob("*") if p.is_file() and ".git" not in p.parts}
 
-    version_file = template / "kit/src/grpo_kit/__init__.py"
-    old = version_file.read_text()
-    version = old.split('__version__ = "', 1)[1].split('"', 1)[0]
-    bumped = ".".join([*version.split(".")[:-1], str(int(version.split(".")[-1]) + 1)])
-    version_file.write_text(old.replace(version, bumped))
-    training = template / "kit/src/grpo_kit/training.py"
-    training.write_text(training.read_text() + "\n# a fix inside the kit\n")
-    commit_all(template, f"grpo-kit {bumped}: a fix")
+    bumped = release_kit(template, "\n# a fix inside the kit\n")
 
     assert_ok(cruft(project, "update", "--skip-apply-ask"))
     after = {p: p.read_text() for p in project.rglob("*") if p.is_file() and ".git" not in p.parts}
@@ -214,6 +285,63 @@ def test_a_kit_only_fix_reaches_a_project_as_its_pin_alone(tmp_path):
     for path, addition in mine.items():
         assert path.read_text().endswith(addition)
     assert (project / "configs/local.yaml").read_text() == MY_OVERRIDES
+    assert make_install(project, venv) == (bumped, release.ledger(template)[bumped])
+
+
+@pytest.mark.slow
+def test_a_kit_release_reaches_a_project_from_its_git_tag_and_from_an_index(
+    tmp_path, venv, monkeypatch
+):
+    """A project generated from the template's repository (a URL) installs the kit by its
+    release tag. Across the next release, `cruft update` moves the pin and the tag in KIT, and
+    `make install` installs exactly the new kit, from the tag and, with KIT empty, from a
+    package index that holds both releases' wheels."""
+    from grpo_template import release
+
+    template = template_repository(tmp_path)
+    version = release.version(template)
+    git(template, "tag", f"v{version}")  # this tree as the release it names
+    # The repository at a URL, offline: git (cruft's clones, pip's) reads it from the folder.
+    url = "https://example.invalid/org/grpo-template.git"
+    config = tmp_path / "gitconfig"
+    config.write_text(f'[url "{template.as_uri()}"]\n\tinsteadOf = {url}\n')
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    out = tmp_path / "projects"
+    out.mkdir()
+    assert_ok(cruft(out, "create", url, "--no-input"))
+    project = out / "my-grpo-project"
+    git(project, "init", "-q")
+    commit_all(project, "generated")
+    makefile = (project / "Makefile").read_text()
+    assert f"\nKIT ?= git+{url}@v{version}\\#subdirectory=kit\n" in makefile  # make's \# is #
+
+    bumped = release_kit(template, "\n# a fix inside the kit, released\n")
+    assert_ok(cruft(project, "update", "--skip-apply-ask"))
+    diff = subprocess.run(["git", "diff", "HEAD", "-U0", "Makefile", "pyproject.toml"],
+                          cwd=project, capture_output=True, text=True).stdout  # fmt: skip
+    edits = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in "+++---"]
+    assert edits == [
+        f"-KIT ?= git+{url}@v{version}\\#subdirectory=kit",
+        f"+KIT ?= git+{url}@v{bumped}\\#subdirectory=kit",
+        f'-    "grpo-kit=={version}",',
+        f'+    "grpo-kit=={bumped}",',
+    ], edits
+    new_kit = release.ledger(template)[bumped]
+    assert make_install(project, venv) == (bumped, new_kit)
+
+    # An index with both releases (PEP 503: <index>/<name>/index.html, served from a folder).
+    wheels = tmp_path / "simple" / "grpo-kit"
+    for ref in (f"v{version}", f"v{bumped}"):
+        build = [str(venv), "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels),
+                 f"git+{url}@{ref}#subdirectory=kit"]  # fmt: skip
+        assert_ok(subprocess.run(build, capture_output=True, text=True, timeout=600,
+                                 env={**os.environ, **INSTALL_ENV}))  # fmt: skip
+    names = sorted(wheel.name for wheel in wheels.glob("grpo_kit-*.whl"))
+    assert len(names) == 2, names
+    links = "".join(f'<a href="{name}">{name}</a>\n' for name in names)  # PEP 503's page
+    (wheels / "index.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n")
+    index = {"KIT": "", "PIP_INDEX_URL": (tmp_path / "simple").as_uri()}
+    assert make_install(project, venv, deps=True, **index) == (bumped, new_kit)
 
 
 def test_where_a_project_was_generated_from():

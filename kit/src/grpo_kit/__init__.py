@@ -15,4 +15,4 @@ arrange. The starting points a project is generated from (tasks, rewards, sample
 scripts `grpo eject` copies are in `starters/`.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
