@@ -235,3 +235,17 @@ def test_a_reward_model_gets_its_own_weight_after_the_tasks(tmp_path, monkeypatc
     # Weights given whole (the 0.2 way) still stand as given.
     LOCAL_RECIPE.write_text("reward_model: some/rm\nreward_weights: [1.0, 1.0, 1.0, 1.0, 3.0]\n")
     assert train_recipe().training.reward_weights[-1] == 3.0
+
+
+def test_try_on_a_fresh_project_reads_the_sample_and_says_so(tmp_path, monkeypatch):
+    """issue 41: `make try` in a freshly generated project retried the Hub for the task's default
+    dataset (29 s) while `make smoke` used the shipped sample; both read the sample now."""
+    root, _ = own_project(tmp_path, monkeypatch)
+    sample = load(root).task.data.sample
+    trial = parse_recipe(["--config", RECIPE, "--trial"])
+    assert trial.script.dataset_name == sample
+    assert trial.training.output_dir == str(recipes.TRIAL_OUTPUT_DIR)
+    assert f"the sample data {sample}" in recipes.offline_data_note(trial)
+    LOCAL_RECIPE.write_text("dataset_name: data/mine.jsonl\n")
+    trial = parse_recipe(["--config", RECIPE, "--trial"])
+    assert "your data data/mine.jsonl" in recipes.offline_data_note(trial)

@@ -18,8 +18,9 @@ LoRA). `parse_recipe(argv)` builds it from these layers, each overriding the one
 5. the offline overrides: `--smoke` (tiny local model, CPU, two steps; the sample data with its
    own columns while the recipe names the task's default data, which needs the Hub, and your
    data, columns and labels once you have set your own), so any recipe runs offline; or
-   `--trial` (the same on YOUR data, always: a few steps on the CPU that check your data,
-   prompts and rewards end to end before a GPU run); or `--smoke-distributed` (`make
+   `--trial` (the same on YOUR data: a few steps on the CPU that check your data, prompts and
+   rewards end to end before a GPU run; the sample while the recipe names the task's default
+   Hub dataset, as for smoke); or `--smoke-distributed` (`make
    smoke-distributed`: the smoke run that keeps the recipe's checkpointing and DDP settings,
    `DISTRIBUTED_SMOKE_KEEPS`, so only the model's size and the data shrink);
 6. `use_cpu: true` for commands that only read the recipe (infer, merge, report...), so a GPU
@@ -312,6 +313,16 @@ def smoke_values(project: Project, fields: set[str], below: Mapping[str, object]
     return {key: value for key, value in values.items() if key in fields}
 
 
+def offline_data_note(recipe: Recipe) -> str:
+    """The data an offline run (smoke, trial) reads, and why: the shipped sample while the recipe
+    names the task's default data (which needs the Hub), your data once you have set your own."""
+    script, sample = recipe.script, recipe.project.task.data.sample
+    rows = f"the first {script.max_train_samples} rows of " if script.max_train_samples else ""
+    if Path(script.dataset_name) == Path(sample):
+        return f"{rows}the sample data {sample} (the recipe names the task's default data)"
+    return f"{rows}your data {script.dataset_name} (read with the recipe's columns)"
+
+
 # --- the trial layer (`--trial`, `make try`): the smoke run on your own data --------------------
 
 TRIAL_OUTPUT_DIR = Path("outputs/trial")
@@ -323,8 +334,15 @@ TRIAL_OVERRIDES: dict[str, object] = {
 
 
 def trial_values(project: Project, fields: set[str], below: Mapping[str, object]) -> dict:
-    """The trial layer: the smoke overrides on the recipe's own data mapping (yours)."""
-    values = {**SMOKE_OVERRIDES, **project.task.smoke, **TRIAL_OVERRIDES}
+    """The trial layer: the smoke overrides on the recipe's own data mapping (yours); on the
+    shipped sample, as smoke, while the recipe still names the task's default Hub dataset (a
+    fresh project: `make try` then runs offline instead of retrying the Hub)."""
+    values = {
+        **offline_data_values(project, below),
+        **SMOKE_OVERRIDES,
+        **project.task.smoke,
+        **TRIAL_OVERRIDES,
+    }
     return {key: value for key, value in values.items() if key in fields}
 
 

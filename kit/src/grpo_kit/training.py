@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 from . import backends, data, rewards
 from .errors import Interrupted, ModelError, UserError, hub_hint
-from .recipe import Layer, Recipe, parse_recipe
+from .recipe import Layer, Recipe, offline_data_note, parse_recipe
 
 logger = logging.getLogger(__name__)
 
@@ -418,9 +418,10 @@ def run(
     record = RunRecord(recipe, argv, main_process=training_args.process_index == 0)
     if recipe.script.smoke:
         logger.info(
-            "offline run (--smoke/--trial): %s on the CPU for %d steps, into %s; it proves the "
-            "data, prompts and rewards run end to end, it does not train a useful model",
+            "offline run (--smoke/--trial): %s on the CPU for %d steps on %s, into %s; it proves "
+            "the data, prompts and rewards run end to end, it does not train a useful model",
             recipe.model.model_name_or_path,
+            offline_data_note(recipe),
             training_args.max_steps,
             training_args.output_dir,
         )

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..project import load as load_project
-from ..recipe import SMOKE_OUTPUT_DIR, parse_recipe
+from ..recipe import SMOKE_OUTPUT_DIR, offline_data_note, parse_recipe
 
 logger = logging.getLogger(__name__)
 
@@ -103,13 +103,8 @@ def check_tool_calls(trainer) -> None:
 
 
 def data_note(recipe) -> str:
-    """The data a smoke run reads, and why: the shipped sample while the recipe names the task's
-    default data (which needs the Hub), your data once you have set your own."""
-    script, sample = recipe.script, recipe.project.task.data.sample
-    rows = f"the first {script.max_train_samples} rows of " if script.max_train_samples else ""
-    if Path(script.dataset_name) == Path(sample):
-        return f"{rows}the sample data {sample} (the recipe names the task's default data)"
-    return f"{rows}your data {script.dataset_name} (read with the recipe's columns)"
+    """The data a smoke run reads, and why (`recipe.offline_data_note`)."""
+    return offline_data_note(recipe)
 
 
 def pipeline(argv: Sequence[str] | None = None) -> list[str]:
