@@ -133,12 +133,50 @@ def test_vllm_is_used_only_where_it_can_run():
 
 
 def test_sampling_follows_the_recipe(recipe):
-    args, _ = difficulty.parse_args([])
-    settings = difficulty.sampling_settings(recipe, args)
+    from grpo_kit.sampling import training_settings
+
+    settings = training_settings(recipe)
     assert settings["temperature"] == recipe.training.temperature
     assert settings["max_new_tokens"] == recipe.training.max_completion_length
-    args, _ = difficulty.parse_args(["--temperature", "0.7", "--max-new-tokens", "99"])
-    assert difficulty.sampling_settings(recipe, args)["temperature"] == 0.7
+    mine = training_settings(recipe, temperature=0.7, max_new_tokens=99)
+    assert (mine["temperature"], mine["max_new_tokens"]) == (0.7, 99)
+
+
+def test_filter_samples_as_the_preflight_with_the_recipes_generation_kwargs(
+    tiny_model_dir, tiny_tokenizer, tmp_path, monkeypatch
+):
+    """`make filter` and `make preflight` sample alike, the recipe's generation_kwargs included
+    (filter once ignored them): both reach generate through sampling.py with the same settings."""
+    import copy
+
+    from grpo_kit import preflight, sampling
+
+    extra = {"no_repeat_ngram_size": 3, "top_p": 0.8}
+    seen = {}
+
+    def recorder(model, tokenizer, settings, kwargs=None, **options):
+        seen.setdefault("settings", []).append(settings)
+        return lambda conversations, k: [
+            [sampling.Completion("no idea", [1], False)] * k for _ in conversations
+        ]
+
+    real = difficulty.recipe_from
+
+    def with_extra(*args, **kwargs):
+        recipe = real(*args, **kwargs)
+        training = copy.copy(recipe.training)
+        training.generation_kwargs = extra
+        seen["recipe"] = recipe = recipe._replace(training=training)
+        return recipe
+
+    monkeypatch.setattr(sampling, "transformers_sampler", recorder)
+    monkeypatch.setattr(difficulty, "recipe_from", with_extra)
+    argv = base_args(tiny_model_dir, tmp_path / "filter", "--min", "0", "--engine", "transformers")
+    difficulty.filter_prompts(argv)
+    preflight.check(seen["recipe"], tiny_tokenizer, prompts=1, generations=2)
+    filtered, checked = seen["settings"]
+    assert filtered == checked
+    assert filtered["no_repeat_ngram_size"] == 3 and filtered["top_p"] == 0.8
 
 
 @pytest.mark.slow

@@ -11,7 +11,8 @@ import pytest
 from conftest import RECIPE, chdir, load, rows_of
 from grpo_kit import preflight
 from grpo_kit.commands import preflight as command
-from grpo_kit.preflight import Completion, NoSignal
+from grpo_kit.preflight import NoSignal
+from grpo_kit.sampling import Completion
 
 LIMIT = 64  # the test recipe's max_completion_length (conftest.CPU_RECIPE)
 
@@ -128,7 +129,9 @@ def test_the_advised_length_is_the_p95_with_a_margin(lengths, cap, advised):
 
 
 def test_the_sampling_is_the_recipes(recipe):
-    settings = preflight.sampling_settings(recipe)
+    from grpo_kit import sampling
+
+    settings = sampling.training_settings(recipe)
     training = recipe.training
     assert settings["do_sample"] is True
     assert settings["temperature"] == training.temperature
