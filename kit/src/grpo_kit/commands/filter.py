@@ -44,6 +44,7 @@ from ..errors import UserError
 from ..recipe import SMOKE_OUTPUT_DIR, Layer, add_recipe_options, recipe_from
 from ..runner import run
 from ..sampling import Sampler, texts, training_settings
+from ..stage_options import FILTER
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +52,7 @@ DEFAULT_OUTPUT = Path("outputs/filter")
 PASS_RATES = "pass_rates.jsonl"
 HISTOGRAM = "pass_rates.png"
 FILTERED = "train_filtered.jsonl"
-# Completions per prompt and the band of pass rates kept, by default (also a stage's `refilter`).
-DEFAULTS = {"k": 8, "min": 0.1, "max": 0.9}
+DEFAULTS = FILTER  # completions per prompt and the band kept, by default (stage_options.py)
 ROW = "_filter_row"  # the data row a prepared prompt came from (removed before scoring)
 
 
