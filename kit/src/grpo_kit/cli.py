@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("commands.report", "main", "plots and a summary of a run (health verdicts)"),
     "reward-debug": ("commands.reward_debug", "main", "score every reward on ideal completions"),
     "filter": ("commands.filter", "main", "keep the prompts the base model solves sometimes"),
-    "doctor": ("commands.doctor", "main", "preflight checks: GPU, versions, data, token, lengths"),
+    "doctor": ("commands.doctor", "main", "environment checks: GPU, versions, data, lengths"),
     "gpu-check": ("commands.gpu_check", "main", "on a GPU: a few steps, peak memory vs estimate"),
     "launch": ("commands.launch", "main", "multi-GPU / multi-node: vLLM server + accelerate"),
     "reward-model": ("commands.reward_model", "main", "train a reward model on preference pairs"),

@@ -187,8 +187,8 @@ class ProjectChecks:
                     continue
                 assert elapsed < (func.time_budget or 0.0) + SLACK_S, (name, shape, elapsed)
                 if func.time_budget is None:  # budgeted parsers are bounded by their budget
-                    quarter = _best_time(func, small[shape], row)
-                    whole = _best_time(func, completion, row)
+                    quarter = best_time(func, small[shape], row)
+                    whole = best_time(func, completion, row)
                     assert whole < 8 * quarter + 0.02, (name, shape, quarter, whole)
 
     def smoke(self, output_dir: Path, *overrides: str) -> list:
@@ -215,8 +215,9 @@ def share_cores_among_test_workers(environ=None, cores: int | None = None) -> in
     return threads
 
 
-def _best_time(func, completion: str, row: dict, repeats: int = 3) -> float:
-    """The least CPU time (of this thread) of `repeats` scorings."""
+def best_time(func, completion: str, row: dict, repeats: int = 3) -> float:
+    """The least CPU time (of this thread, what the reward budgets count) of `repeats`
+    scorings."""
     from .rewards import call_like_trl
 
     best = math.inf
