@@ -45,7 +45,15 @@ def test_every_reward_scores_1mb_hostile_completions(task, checks):
     without a budget also in linear time."""
     assert {"unclosed answer", "deep brackets", "boxed", "words"} <= set(hostile(1))
     assert {"fence then blanks", "tagged fence then blanks"} <= set(hostile(1))  # issue 25 #9
-    checks(task).large_completions_are_fast(skip=NOT_TEXT_HANDLING)
+    checks(task).large_completions_are_fast()
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_only_the_code_tasks_correctness_runs_programs(task, checks):
+    """The rewards that run programs (left out of the timings) are found from their settings,
+    so a project's test_project.py names none (every bake once skipped code_correctness)."""
+    expected = set(NOT_TEXT_HANDLING) if task == "code" else set()
+    assert checks(task).runs_programs() == expected
 
 
 @pytest.mark.parametrize("task", TASKS)

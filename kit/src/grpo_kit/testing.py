@@ -165,14 +165,27 @@ class ProjectChecks:
         for name, func in self.rewards().items():
             _in(self.root, property_of(name, func))
 
+    def runs_programs(self) -> set[str]:
+        """The rewards whose work is running programs: they take the sandbox's limits (a
+        `sandbox.Limits` among their recipe settings), whose time limit bounds them."""
+        from .sandbox import Limits
+
+        settings = self.recipe.reward_settings()
+        return {
+            name
+            for name, func in self.project.task.reward_table.items()
+            if any(isinstance(settings.get(k), Limits) for k in getattr(func, "settings", ()))
+        }
+
     def large_completions_are_fast(self, size: int = MB, skip: tuple[str, ...] = ()) -> None:
         """Every reward scores each hostile shape of `size` characters within its time budget
         (plus SLACK_S), and 4x the text never takes anywhere near 16x the time (a quadratic scan
         would). Times are the CPU time of the thread scoring (what budgets count), so a loaded
-        machine does not fail the check. `skip`: rewards whose work is running programs (their
-        own time limit)."""
+        machine does not fail the check. The rewards that run programs (`runs_programs`: the
+        sandbox's time limit bounds them) and those in `skip` are scored but not timed."""
         from .rewards import call_like_trl
 
+        skip = (*skip, *self.runs_programs())
         row = self.rows[0]
         small, large = hostile(size // 4), hostile(size)
         for name, func in self.rewards().items():
