@@ -57,6 +57,27 @@ def cell_problem(value, *, text_or_chat: bool = False) -> str | None:
     return f"is {type(value).__name__}, expected {expected}"
 
 
+def require_columns(
+    rows,
+    source: str,
+    columns: dict[str, str],
+    recipe: str = "configs/local.yaml (your settings)",
+    hints: dict[str, str] | None = None,
+) -> None:
+    """The data has rows and every column in `columns` ({column: the recipe field naming it}),
+    or one DataError naming the field to set in `recipe` (`hints`: more words for a field)."""
+    if len(rows) == 0:
+        raise DataError(f"{source}: no rows")
+    available = list(rows.column_names)
+    for column, setting in columns.items():
+        if column not in available:
+            hint = (hints or {}).get(setting, "")
+            raise DataError(
+                f"{source}: column '{column}' not found (columns: {', '.join(available)}); "
+                f"set {setting} in {recipe} or pass --{setting}{hint}"
+            )
+
+
 def validate_columns(
     rows, source: str, columns: dict[str, str], may_be_empty: frozenset[str] = frozenset()
 ) -> None:
@@ -65,15 +86,8 @@ def validate_columns(
     `columns` maps a column name to the recipe field that names it, for the error message;
     columns in `may_be_empty` may hold empty text (e.g. optional setup code).
     """
-    if len(rows) == 0:
-        raise DataError(f"{source}: no rows")
-    available = list(rows.column_names)
-    for column, setting in columns.items():
-        if column not in available:
-            raise DataError(
-                f"{source}: column '{column}' not found (columns: {', '.join(available)}); "
-                f"set {setting} in configs/local.yaml (your settings) or pass --{setting}"
-            )
+    require_columns(rows, source, columns)
+    for column in columns:
         for index, value in enumerate(rows[column]):
             problem = cell_problem(value)
             if problem == "is empty" and column in may_be_empty:

@@ -206,16 +206,9 @@ def _row_problem(row: dict, script_args) -> str | None:
 
 def check_pairs(rows, source: str, script_args) -> None:
     """Every pair usable by RewardTrainer, or one DataError naming the first bad row."""
-    if len(rows) == 0:
-        raise DataError(f"{source}: no rows")
-    available = list(rows.column_names)
-    for setting, column in _columns(script_args).items():
-        if column not in available:
-            extra = " (or prompt_column: null: no prompt column)" if setting[0] == "p" else ""
-            raise DataError(
-                f"{source}: column '{column}' not found (columns: {', '.join(available)}); set "
-                f"{setting} in {DEFAULT_RECIPE} or --{setting} on the command line{extra}"
-            )
+    columns = {column: setting for setting, column in _columns(script_args).items()}
+    hints = {"prompt_column": " (or prompt_column: null: no prompt column)"}
+    data.require_columns(rows, source, columns, str(DEFAULT_RECIPE), hints)
     first, count = None, 0
     for index, row in enumerate(rows):
         problem = _row_problem(row, script_args)
@@ -408,17 +401,10 @@ def evaluate_pairs(model, tokenizer, rows, max_length: int | None, batch_size: i
 
 
 def _tokenizer(model_args, training_args, conversational: bool):
-    from transformers import AutoTokenizer
+    from ..tokenizer import open_tokenizer
 
     name = model_args.model_name_or_path
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(
-            name,
-            revision=model_args.model_revision,
-            trust_remote_code=training_args.trust_remote_code,
-        )
-    except (OSError, ValueError) as err:
-        raise ModelError(hub_hint(name, err)) from err
+    tokenizer = open_tokenizer(model_args, training_args.trust_remote_code)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if conversational and not tokenizer.chat_template and not training_args.chat_template_path:
