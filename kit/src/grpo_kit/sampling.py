@@ -13,10 +13,13 @@ from a loaded model and those settings.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .generation import Decoding, prompt_texts
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "PREFLIGHT_PROMPTS",
@@ -202,6 +205,13 @@ def vllm_sampler(llm, tokenizer, settings: dict, chat_template_kwargs: dict | No
     from vllm import SamplingParams
 
     extra = {k: v for k, v in settings.items() if k not in (*_OWN, "max_new_tokens")}
+    known = getattr(SamplingParams, "__struct_fields__", None)  # a msgspec Struct's fields
+    if known is not None and set(extra) - set(known):
+        logger.warning(
+            "generation_kwargs %s are not vLLM SamplingParams fields: sampled without them",
+            sorted(set(extra) - set(known)),
+        )
+        extra = {k: v for k, v in extra.items() if k in known}
     top_k = settings.get("top_k") or 0
 
     def sample(conversations: list[list[dict]], k: int) -> list[list[Completion]]:
