@@ -1,10 +1,10 @@
 """The model catalog: the Hub models the template offers, with the facts tuning needs.
 
-Every number comes from `shared/reference/model-facts.md` (the 2025 models) or
-`shared/reference/model-facts-2026.md` (the late-2026 ones: config copies, model cards, exact
-parameter counts, meta-device builds of the transformers 5.24 classes); the source tags of each
-entry are kept in `sources`, and tags of neither file are explained in `EXTRA_SOURCES`.
-`tests/test_catalog.py` cross-checks the numbers against both reference files when present.
+Every number comes from a source named in `SOURCES` (config copies, model cards, exact
+parameter counts, meta-device builds of the transformers 5.24 classes): each entry keeps the tags
+of its sources in `sources`, and `SOURCES` says where each tag points (a URL, or a repository
+file at a commit). `tests/test_catalog.py` checks that every tag is there, and cross-checks the
+numbers with the shapes and the transformers classes.
 
 Parameter counts are totals as TRL loads the checkpoint: `GRPOTrainer` builds the class named
 first in the checkpoint's `config.architectures`, so a vision-language checkpoint (Gemma 3 4B,
@@ -82,8 +82,91 @@ VENDORED_TEMPLATES = {
 }
 THINKING_SWITCH = "enable_thinking"  # the template variable of Qwen3, Qwen3.5, Gemma 4...
 
-# Tags used in `sources` that neither reference file defines.
-EXTRA_SOURCES = {
+# Where each tag of `sources` (and of a `Sampling`) comes from: a URL, or repository:path@commit.
+SOURCES = {
+    # The gates and licences (ModelSpec.gated, .license):
+    "GGATE": "https://huggingface.co/google/gemma-3n-E2B/tree/main (and the other google/gemma-* "
+    "repositories: the gate notice)",
+    "LLGATE": "https://huggingface.co/meta-llama/llama-3.2-3B-Instruct (the gate notice)",
+    "QLIC": "QwenLM/Qwen3:README.md@7a2f61f, License Agreement (open-weight models Apache 2.0)",
+    "Q25PAGE": "https://huggingface.co/Qwen/Qwen2.5-1.5B-Instruct/tree/"
+    "f73cfd58be7c44c3caabea717217251688cd47b1 (apache-2.0, no gate notice)",
+    "Q3PAGE": "https://huggingface.co/Qwen/Qwen3-4B/tree/refs%2Fpr%2F10 (no gate notice)",
+    "CALC": "meta-device builds of the transformers 5.24 classes (Qwen3_"
+    "5ForConditionalGeneration, Gemma4ForConditionalGeneration, SmolLM3, NemotronH, Lfm2), "
+    "compared with keras-hub's exact counts",
+    "G4BHF": "https://huggingface.co/mlx-community/gemma-3-4b-it-bf16/blob/main/config.json",
+    "G4BPT": "https://huggingface.co/unsloth/gemma-3-4b-pt/blame/main/config.json",
+    "G4CARD": "https://fast.hugflare.com/google/gemma-4-E2B-it/discussions/25/files",
+    "G4HF": "https://huggingface.co/EvilScript/taboo-cloud-gemma-4-E2B-it/commit/"
+    "eda739bfd428b988f34f8919cda472b467a3f99b",
+    "GCPP": "https://github.com/google/gemma.cpp/pull/919.patch",
+    "GDM3": "google-deepmind/gemma:gemma/gm/nn/_gemma.py@7691fd4",
+    "GDM4": "google-deepmind/gemma:gemma/gm/nn/gemma4/_gemma4.py@7691fd4",
+    "KHG3": "keras-team/keras-hub:keras_hub/src/models/gemma3/gemma3_presets.py@00d9f10",
+    "KHG4": "keras-team/keras-hub:keras_hub/src/models/gemma4/gemma4_presets.py@71453d0",
+    "KHQ3": "keras-team/keras-hub:keras_hub/src/models/qwen3/qwen3_presets.py@1df65da",
+    "KHQ35": "keras-team/keras-hub:keras_hub/src/models/qwen3_5/qwen3_5_presets.py@71453d0",
+    "KHS3": "keras-team/keras-hub:keras_hub/src/models/smollm3/smollm3_presets.py@71453d0",
+    "LFMCARD": "https://fast.hugflare.com/LiquidAI/LFM2.5-1.2B-Instruct/blob/main/README.md (rev "
+    "286966c)",
+    "LFMCFG": "https://huggingface.co/Open4bits/LFM2.5-1.2B-Instruct-Quantized/blob/main/nf4/"
+    "config.json",
+    "LL31CARD": "meta-llama/llama-models:models/llama3_1/MODEL_CARD.md@a9c89c4",
+    "LL32CARD": "meta-llama/llama-models:models/llama3_2/MODEL_CARD.md@a9c89c4",
+    "MBG4": "https://docs.nvidia.com/nemo/megatron-bridge/nightly/apidocs/bridge/bridge.recipes."
+    "gemma.h100.gemma4.html",
+    "MLC": "mlc-ai/mlc-llm:python/mlc_llm/model/model_preset.py@79d603f (2026-07-23)",
+    "MLC6E": "mlc-ai/mlc-llm:python/mlc_llm/model/model_preset.py@6eba7b2 (2025-12-23)",
+    "NEMO30": "NVIDIA-NeMo/Megatron-Bridge@067f987: docs/models/nemotron/nemotron3-nano.md",
+    "NEMO30C": "https://huggingface.co/OpenResearcher/OpenResearcher-30B-A3B/blob/main/config."
+    "json (a Nemotron-3-Nano-30B-A3B derivative)",
+    "NEMO30P": "https://www.open-source-ai.tech/models/nemotron-3-nano",
+    "PHIDER": "https://huggingface.co/AlonBBar/phi4mini-task-assistant/blob/main/config.json",
+    "PROF": "citsjtu2020/LLM-Prof:sglang/Model_Config.md@8434c8d",
+    "Q05GH": "infinityarpan/qwen-25-api:models/Qwen2.5-0.5B-Instruct/config.json@88ec35f",
+    "Q05HF": "https://huggingface.co/unsloth/Qwen2.5-0.5B-Instruct/blame/"
+    "00bafb7cd8d700177637919923d0e579fe0cfa5f/config.json",
+    "Q15GH": "ilyassLambardi/Bilingual-Voice-Ai-Application-:models/Qwen2.5-1.5B-Instruct/config."
+    "json@82a39dd",
+    "Q15HF": "https://huggingface.co/onnx-community/Qwen2.5-1.5B-Instruct/blob/"
+    "94677ac90364afdc2b476788d085a9680efde737/config.json",
+    "Q25CARD": "Abandon-ht/LLM-tutorial:docs/source/model_pages/qwen2.5-{0.5b,1.5b}-instruct.rst "
+    "(the HF model cards quoted)",
+    "Q35C08": "https://friendli.ai/models/Yuqi123/Qwen3.5-0.8B-modelopt-fp8-hflayout (the Qwen3.5-"
+    "0.8B card text)",
+    "Q35C9": "https://2048ai.net/69aa85b754b52172bc5f69c3.html (a Qwen3.5-9B card summary)",
+    "Q35D2": "https://awesomeagents.ai/models/qwen-3-5-2b",
+    "Q35D4": "https://apxml.com/models/qwen35-4b (a third-party spec page)",
+    "Q35HF": "https://huggingface.co/oopere/Qwen3.5-0.65B-Base-Rearchitected/blob/main/config."
+    "json (a derivative text-only config)",
+    "Q35SAMP": "https://fakoli.github.io/anvil-serving/MODEL-SETTINGS-EXAMPLE/ (the Qwen3.5-35B-"
+    "A3B model card's sampling table)",
+    "Q3BHF": "https://huggingface.co/osllmai-community/Qwen2.5-3B-Instruct/blob/main/config.json",
+    "Q3CARD": "Abandon-ht/LLM-tutorial:docs/source/model_pages/qwen3-0.6b.rst@0da91f6",
+    "Q3DOCS": "QwenLM/Qwen3:docs/source/getting_started/quickstart.md@7a2f61f (and concepts.md, "
+    "inference/transformers.md)",
+    "Q3TR": "QwenLM/Qwen3:Qwen3_Technical_Report.pdf@7a2f61f, Table 1",
+    "Q7CARD": "docker/model-runner:qwen2.5.md",
+    "Q7HF": "https://huggingface.co/osllmai-community/Qwen2.5-7B-Instruct/blob/main/config.json",
+    "Q8HF": "https://huggingface.co/thejaminator/qwen-hook-layer-9/commit/"
+    "478fb720f1f3ced834fce0275b55b2732d438edc",
+    "SMOL": "huggingface/smollm:text/pretraining/smollm3/long_context_32k_to_64.yaml@a041759",
+    "SMOLCARD": "https://dev.modelhub.org.cn/unsloth/SmolLM3-3B/blame/branch/master/README.md "
+    "(the SmolLM3-3B card)",
+    "SMOLCT": "https://worker-huggingface.ww6410.workers.dev/HuggingFaceTB/SmolLM3-3B/blob/main/"
+    "chat_template.jinja (rev a169fa4)",
+    "SMOLHFD": "https://huggingface.co/koutch/0.json_train_grpo_v1_dev/blob/main/config.json",
+    "SMOLRM": "huggingface/smollm:text/README.md@a041759",
+    "SMOLRM3": "huggingface/smollm:text/README.md@a041759 L15–110",
+    "TFG3": "huggingface/transformers:src/transformers/models/gemma3/configuration_gemma3."
+    "py@008f5c8",
+    "TFPHI3": "huggingface/transformers:src/transformers/models/phi3/modeling_phi3.py@00d4b3d",
+    "UDOC35": "https://unsloth.ai/docs/models/qwen3.5/fine-tune.md",
+    "UMAP": "unslothai/unsloth:unsloth/models/mapper.py@015bdef (2026-08-22)",
+    "UNB": "unslothai/notebooks@bdda2ef (the GRPO notebooks)",
+    "USTUDIO": "unslothai/unsloth:studio/backend/assets/configs/inference_defaults.json (Unsloth "
+    "Studio's sampling per model family)",
     "TRLCHK": "huggingface/trl scripts/check_chat_templates.py@71f34db: the Hub repos whose "
     "current chat template TRL's CI checks is one of trl/chat_templates/*.jinja",
     "TRLCT": "trl 1.16.0 trl/chat_templates/README.md: which checkpoints ship each template",
@@ -257,7 +340,7 @@ QWEN3_THINKING = Sampling(0.6, 0.95, 20, "Q3DOCS")  # Qwen3 thinking mode
 QWEN3_5_THINKING = Sampling(1.0, 0.95, 20, "Q35SAMP")  # Qwen3.5 thinking, general tasks
 QWEN3_5_DIRECT = Sampling(0.7, 0.8, 20, "Q35SAMP")  # Qwen3.5 non-thinking, general tasks
 GEMMA4 = Sampling(1.0, 0.95, 64, "UNB")
-# Unsloth 2026.10.9 (shared/reference/unsloth-2026.10.md): these checkpoints load only as vision
+# Unsloth 2026.10.9 (its model mapper, [UMAP]): these checkpoints load only as vision
 # models (its notebooks use FastVisionModel), and its vLLM fast_inference serves no vision model
 # but Qwen2.5-VL and Gemma 3 (unslothai/unsloth#4920); the project's backend is FastLanguageModel.
 _UNSLOTH_VISION_ONLY = (
@@ -771,7 +854,7 @@ CATALOG: dict[str, ModelSpec] = {
             sources=("MLC", "TFPHI3", "PHIDER"),
             chat_template="phi4_mini",
         ),
-        # --- late-2026 models (shared/reference/model-facts-2026.md) ---
+        # --- late-2026 models ---
         _qwen3_5(
             "0.8B",
             params=852_985_920,

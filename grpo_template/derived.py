@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
-from . import algorithms, kit, recipe, reward_model, stack, stages_recipe
+from . import algorithms, catalog, kit, recipe, reward_model, stack, stages_recipe
 from .answers import Answers
 
 
@@ -128,7 +128,8 @@ def recommended_sampling(model, thinking: bool) -> tuple[dict | None, str]:
         mode = "thinking" if model.thinking else "non-thinking"
         return None, f"the card's sampling is for {mode} mode, not this recipe's: greedy"
     fields = {"temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": sampling.top_k}
-    return fields, sampling.source
+    where = catalog.SOURCES[sampling.source]  # in words: a URL or a repository file, not a tag
+    return fields, f"the sampling recommended for this model, per {where}"
 
 
 def toml_value(value) -> str:
@@ -162,7 +163,7 @@ def tool_grpo(answers: Answers) -> str:
     ]
     if sampling is not None:
         project.append(
-            ("recommended_sampling", sampling, f"evaluate/infer default [{sampling_note}]")
+            ("recommended_sampling", sampling, f"evaluate/infer default: {sampling_note}")
         )
     tier = [
         ("name", plan.tier.name, plan.tier.label),

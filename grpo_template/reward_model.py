@@ -245,7 +245,7 @@ def run_name(grpo_plan: tuning.Plan, rm: RewardPlan) -> str:
     return re.sub(r"[^a-z0-9.]+", "-", f"{short}-{grpo_plan.task.name}-reward-model").strip("-")
 
 
-# The command's own fields the recipe writes (grpo_kit.commands.reward_model).
+# The command's own fields the recipe writes (grpo_kit.preferences).
 SCRIPT_FIELDS = (
     "dataset_name",
     "dataset_config",
@@ -264,7 +264,7 @@ SCRIPT_FIELDS = (
 
 def sections(grpo_plan: tuning.Plan, rm: RewardPlan, tracker: str) -> list[Section]:
     task, tier, model = grpo_plan.task, rm.tier, rm.model
-    from grpo_kit.commands.reward_model import RewardScriptArguments
+    from grpo_kit.preferences import RewardScriptArguments
 
     pairs = {e.key: e for e in kit_entries(RewardScriptArguments, SCRIPT_FIELDS)}
     pairs["dataset_name"] = Entry(
@@ -274,7 +274,7 @@ def sections(grpo_plan: tuning.Plan, rm: RewardPlan, tracker: str) -> list[Secti
         "system_prompt", task.system_prompt, pairs["system_prompt"].comment
     )
     data = Section(
-        "preference pairs (grpo_kit.commands.reward_model.RewardScriptArguments)",
+        "preference pairs (grpo_kit.preferences.RewardScriptArguments)",
         tuple(pairs.values()),
     )
     model_entries = [

@@ -9,19 +9,12 @@ supervised fine-tune on the task's ideal completions) comes first, written comme
 
 from __future__ import annotations
 
-from grpo_kit.commands import warmup
-from grpo_kit.commands.filter import DEFAULTS as FILTER_DEFAULTS
-
+from . import kit  # noqa: F401 (grpo_kit importable: this checkout's kit first)
 from .recipe import max_steps
 from .tuning import Plan
 from .yaml_text import yaml_scalar
 
 FORMAT_SHARE = 0.2  # of the recipe's max_steps
-WARMUP_DEFAULTS = {  # grpo warmup's own defaults, written out for the user to change
-    "examples": warmup.EXAMPLES,
-    "epochs": warmup.EPOCHS,
-    "learning_rate": warmup.LEARNING_RATE,
-}
 
 
 def stage_steps(plan: Plan) -> tuple[int, int]:
@@ -35,6 +28,9 @@ def _flow(mapping: dict) -> str:
 
 
 def render(plan: Plan) -> str:
+    # grpo filter's and grpo warmup's defaults, written out for the user to change
+    from grpo_kit.stage_options import FILTER, WARMUP
+
     task = plan.task
     formats = [r for r in task.rewards if r.kind == "format"]
     first, second = stage_steps(plan)
@@ -43,7 +39,7 @@ def render(plan: Plan) -> str:
         "  # A model that never writes the format (make preflight says so) gets no signal from",
         "  # either stage: warm the format up first, a short supervised fine-tune on the task's",
         "  # ideal completions (make warmup); the next stage starts from its merged model:",
-        f"  # - {{name: \"warmup\", warmup: {_flow(WARMUP_DEFAULTS)}}}",
+        f"  # - {{name: \"warmup\", warmup: {_flow(WARMUP)}}}",
     ]  # fmt: skip
     lines = [
         "# Staged training: grpo stages configs/stages.yaml (make stages).",
@@ -62,6 +58,6 @@ def render(plan: Plan) -> str:
         f"    max_steps: {second}",
         "    # Re-run the difficulty filter with stage 1's model first, and train on the prompts",
         "    # still in the band (make filter; its files go to the stage's filter/ folder):",
-        f"    # refilter: {_flow(FILTER_DEFAULTS)}",
+        f"    # refilter: {_flow(FILTER)}",
     ]
     return "\n".join(lines) + "\n"

@@ -5,13 +5,13 @@ import json
 import re
 
 import pytest
-from conftest import ROOT, SHARED
+from conftest import ROOT
 
 from grpo_template import catalog
 from grpo_template.memory import lora_parameters
 
-FACTS = SHARED / "reference" / "model-facts.json"
-FACTS_2026 = SHARED / "reference" / "model-facts-2026.md"
+# The facts the catalog was written from, with their sources' tags (catalog.SOURCES).
+FACTS = json.loads((ROOT / "tests" / "data" / "catalog_facts.json").read_text(encoding="utf-8"))
 FIELDS = {
     "layers": "num_hidden_layers",
     "hidden": "hidden_size",
@@ -36,14 +36,9 @@ def value(entry):
     return entry["value"] if isinstance(entry, dict) and "value" in entry else entry
 
 
-def _facts_2025() -> dict:
-    return json.loads(FACTS.read_text(encoding="utf-8")) if FACTS.is_file() else {}
-
-
-@pytest.mark.skipif(not FACTS.is_file(), reason="shared/reference/model-facts.json not present")
-@pytest.mark.parametrize("hub_id", [h for h in catalog.CATALOG if h in _facts_2025()])
+@pytest.mark.parametrize("hub_id", list(FACTS["2025"]))
 def test_catalog_matches_reference_facts(hub_id):
-    facts = _facts_2025()[hub_id]
+    facts = FACTS["2025"][hub_id]
     spec = catalog.CATALOG[hub_id]
     for ours, theirs in FIELDS.items():
         assert getattr(spec, ours) == value(facts[theirs]), (hub_id, ours)
@@ -55,22 +50,6 @@ def test_catalog_matches_reference_facts(hub_id):
     assert spec.gated == (value(facts["gated"]) == "yes")
 
 
-def summary_table() -> dict[str, dict[str, str]]:
-    """model-facts-2026.md section 1, `hub_id -> {column: cell}` (a `same` cell repeats the row
-    above)."""
-    text = FACTS_2026.read_text(encoding="utf-8")
-    section = text[text.index("## 1.") : text.index("## 2.")]
-    rows = [line for line in section.splitlines() if line.startswith("| ")]
-    header = [c.strip() for c in rows[0].strip("|").split("|")]
-    table, previous = {}, {}
-    for line in rows[1:]:
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        row = dict(zip(header, cells, strict=True))
-        row = {k: previous.get(k, v) if v == "same" else v for k, v in row.items()}
-        table[cells[0]] = previous = row
-    return table
-
-
 def number(cell: str) -> int:
     """The leading number of a cell such as `24 (18 linear + 6 full)` or `**false**`."""
     return int(re.match(r"[\d,]+", cell.replace("*", "").strip()).group().replace(",", ""))
@@ -79,10 +58,9 @@ def number(cell: str) -> int:
 NEW_MODELS = [s for s in catalog.CATALOG.values() if any(t == "CALC" for t in s.sources)]
 
 
-@pytest.mark.skipif(not FACTS_2026.is_file(), reason="model-facts-2026.md not present")
 @pytest.mark.parametrize("spec", NEW_MODELS, ids=lambda s: s.hub_id)
 def test_catalog_matches_the_2026_summary_table(spec):
-    row = summary_table()[spec.hub_id]
+    row = FACTS["2026"][spec.hub_id]
     columns = ("non_embedding_params", "hidden", "heads", "kv_heads", "head_dim", "vocab")
     for column in (*columns, "layers", "intermediate", "context"):
         assert getattr(spec, column) == number(row[column]), column
@@ -111,24 +89,15 @@ def test_parameter_counts_follow_from_the_shapes(spec):
     assert abs(estimate - spec.non_embedding_params) / spec.non_embedding_params < 0.03
 
 
-def defined_sources() -> set[str]:
-    texts = "".join(
-        (SHARED / "reference" / name).read_text(encoding="utf-8")
-        for name in ("model-facts.md", "model-facts-2026.md")
-        if (SHARED / "reference" / name).is_file()
-    )
-    return set(re.findall(r"\[([A-Z0-9-]+)\]", texts)) | set(catalog.EXTRA_SOURCES)
-
-
 def test_every_catalog_model_is_valid_and_labelled():
-    known = defined_sources()
+    """Each model is valid, and every source tag it cites (its card sampling's too) is in
+    catalog.SOURCES, which says where it points."""
     for hub_id, spec in catalog.CATALOG.items():
         assert catalog.valid_hub_id(hub_id)
         assert spec.tiny_arch in TINY_ARCHS
         assert spec.license and spec.sources
         tags = [*spec.sources, *([spec.sampling.source] if spec.sampling else [])]
-        if len(known) > len(catalog.EXTRA_SOURCES):  # the reference files are present
-            assert set(tags) <= known, (hub_id, set(tags) - known)
+        assert set(tags) <= set(catalog.SOURCES), (hub_id, set(tags) - set(catalog.SOURCES))
         assert spec.thinking_switch or not spec.prefills_think
         if spec.tower_params:
             assert spec.architecture.endswith("ConditionalGeneration")
@@ -692,3 +661,12 @@ def test_models_without_a_trl_template_offer_no_tool_calling():
     for model in catalog.CATALOG.values():
         if model.chat_template is None or model.chat_template in catalog.VENDORED_TEMPLATES:
             assert not model.tool_calling, model.hub_id
+
+
+def test_the_facts_cite_only_sources_the_catalog_names():
+    """The checked-in facts' tags are the catalog's too (or computed from a config)."""
+    cited = {tag for model in FACTS["2025"].values() for cell in model.values()
+             for tag in cell["sources"]}  # fmt: skip
+    assert cited - {"computed"} <= set(catalog.SOURCES)
+    for tag, where in catalog.SOURCES.items():
+        assert where.strip() and "shared/reference" not in where, tag

@@ -35,12 +35,16 @@ def test_every_question_has_a_readable_prompt():
                 assert choice in options, (key, choice)
 
 
-def test_example_prompts_fit_on_one_generated_line():
-    """They are placed in project.py as `EXAMPLE_PROMPT = "..."` (ruff's limit is 100)."""
-    from grpo_template.tasks import TASKS
-
-    for task in TASKS.values():
-        assert len(f"EXAMPLE_PROMPT = {task.example_prompt!r}") <= 100, task.name
+def test_example_prompts_survive_the_makefile_and_the_shell():
+    """Each is placed as it is in the project's Makefile (`PROMPT ?= ...`) and handed to the
+    shell as `--prompt "$(PROMPT)"` (make infer): make reads `#` as a comment and `$` as a
+    variable, the shell `"`, `` ` ``, `$` and `\\` inside double quotes, and a line ends it."""
+    makefile = (ROOT / "{{cookiecutter.project_slug}}" / "Makefile").read_text(encoding="utf-8")
+    assert 'PROMPT ?= {{ grpo("example_prompt") }}\n' in makefile
+    assert '--prompt "$(PROMPT)"' in makefile
+    for task in tasks.TASKS.values():
+        prompt = task.example_prompt
+        assert prompt.strip() and not set(prompt) & set('#$"`\\\n'), task.name
 
 
 def _spawn_cookiecutter(tmp_path):

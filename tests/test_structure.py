@@ -3,6 +3,7 @@ machine with only Cookiecutter installed (the README's first command): it reads 
 tasks and defaults from this checkout without math-verify, jsonschema, trl or torch, and every
 generated Python file uses only grpo-kit's declared API (`grpo_kit.api`)."""
 
+import ast
 import importlib
 import subprocess
 import sys
@@ -88,3 +89,27 @@ def test_the_api_check_of_generated_files_can_fail(tmp_path: Path):
         "bad.py: grpo_kit.rewards._private is not in its __all__",
         "bad.py: grpo_kit.training.split_rows is not in its __all__",
     ]
+
+
+def kit_imports(path: Path) -> set[str]:
+    """The grpo_kit modules (and names) a file imports, at the top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return {name for name in found if name.split(".")[0] == "grpo_kit"}
+
+
+def test_the_template_reads_the_kits_library_not_its_commands():
+    """The template's knowledge comes from the kit's library modules; a command module (argument
+    parsing, a flow) is no place for a fact the template writes out."""
+    found = {
+        f"{path.name}: {name}"
+        for path in sorted((ROOT / "grpo_template").glob("*.py"))
+        for name in kit_imports(path)
+        if name.startswith("grpo_kit.commands")
+    }
+    assert found == set()
+    assert kit_imports(ROOT / "grpo_template" / "stages_recipe.py")  # the check sees imports

@@ -405,3 +405,11 @@ def test_describe_names_the_isolation_in_use():
     facts = sandbox.Limits().describe()
     assert facts["isolation"] in ("bubblewrap", "unshare")
     assert facts["python"].startswith("3.") and facts["seccomp"] is True
+
+
+def test_the_batch_scorer_keeps_its_old_name_for_the_previous_release():
+    """grpo-kit 0.2.0's code starter (a project's rewards.py) calls verify.code.run_tests; the
+    name is score_batch now (sandbox.run_tests runs one program), the old one an alias."""
+    from grpo_kit.verify import code as verify_code
+
+    assert verify_code.run_tests is verify_code.score_batch

@@ -197,3 +197,23 @@ def test_a_null_or_missing_value_says_so_and_a_csv_error_names_the_line(recipe, 
             writer.writerow(["" if (i == 1 and k == column) else r[k] for k in names])
     with pytest.raises(data.DataError, match=f"row 2 \\(line 3\\): column '{column}'"):
         load(recipe, dataset_name=str(path))
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ([{"role": "user", "content": " "}], "message 1 has empty content"),
+        ([{"content": "hi"}], "message 1 is not a mapping with 'role' and 'content'"),
+        ([{"role": "assistant", "content": "", "tool_calls": [{}]}], None),
+        ([], "is an empty list"),
+        ("  ", "is empty"),
+    ],
+)
+def test_one_cell_rule_for_training_data_and_preference_pairs(value, problem):
+    """data.cell_problem is the one rule: training columns and the reward model's pairs judge a
+    text or chat cell alike (they once had two rules); only training columns take numbers and
+    lists of texts."""
+    for pair in (False, True):
+        assert data.cell_problem(value, text_or_chat=pair) == problem
+    assert data.cell_problem(3) is None and data.cell_problem(["a", "b"]) is None
+    assert "expected text or a list of chat messages" in data.cell_problem(3, text_or_chat=True)

@@ -133,12 +133,50 @@ def test_vllm_is_used_only_where_it_can_run():
 
 
 def test_sampling_follows_the_recipe(recipe):
-    args, _ = difficulty.parse_args([])
-    settings = difficulty.sampling_settings(recipe, args)
+    from grpo_kit.sampling import training_settings
+
+    settings = training_settings(recipe)
     assert settings["temperature"] == recipe.training.temperature
     assert settings["max_new_tokens"] == recipe.training.max_completion_length
-    args, _ = difficulty.parse_args(["--temperature", "0.7", "--max-new-tokens", "99"])
-    assert difficulty.sampling_settings(recipe, args)["temperature"] == 0.7
+    mine = training_settings(recipe, temperature=0.7, max_new_tokens=99)
+    assert (mine["temperature"], mine["max_new_tokens"]) == (0.7, 99)
+
+
+def test_filter_samples_as_the_preflight_with_the_recipes_generation_kwargs(
+    tiny_model_dir, tiny_tokenizer, tmp_path, monkeypatch
+):
+    """`make filter` and `make preflight` sample alike, the recipe's generation_kwargs included
+    (filter once ignored them): both reach generate through sampling.py with the same settings."""
+    import copy
+
+    from grpo_kit import preflight, sampling
+
+    extra = {"no_repeat_ngram_size": 3, "top_p": 0.8}
+    seen = {}
+
+    def recorder(model, tokenizer, settings, kwargs=None, **options):
+        seen.setdefault("settings", []).append(settings)
+        return lambda conversations, k: [
+            [sampling.Completion("no idea", [1], False)] * k for _ in conversations
+        ]
+
+    real = difficulty.recipe_from
+
+    def with_extra(*args, **kwargs):
+        recipe = real(*args, **kwargs)
+        training = copy.copy(recipe.training)
+        training.generation_kwargs = extra
+        seen["recipe"] = recipe = recipe._replace(training=training)
+        return recipe
+
+    monkeypatch.setattr(sampling, "transformers_sampler", recorder)
+    monkeypatch.setattr(difficulty, "recipe_from", with_extra)
+    argv = base_args(tiny_model_dir, tmp_path / "filter", "--min", "0", "--engine", "transformers")
+    difficulty.filter_prompts(argv)
+    preflight.check(seen["recipe"], tiny_tokenizer, prompts=1, generations=2)
+    filtered, checked = seen["settings"]
+    assert filtered == checked
+    assert filtered["no_repeat_ngram_size"] == 3 and filtered["top_p"] == 0.8
 
 
 @pytest.mark.slow
@@ -163,3 +201,41 @@ def test_the_tiny_model_filters_the_sample_data_and_training_runs_on_it(
         tiny_model_dir, tmp_path / "run", "--dataset_name", str(filtered), "--max_steps", "1"
     )
     assert trainer.state.global_step == 1
+
+
+def test_the_vllm_sampler_passes_the_recipes_sampling_to_sampling_params(
+    tiny_tokenizer, monkeypatch
+):
+    """vLLM samples as transformers does: the same settings (sampling.training_settings), top_k
+    0 as vLLM's -1, generation_kwargs that SamplingParams knows passed on, others left out."""
+    import sys
+    import types
+
+    from grpo_kit import sampling
+
+    class SamplingParams:
+        __struct_fields__ = ("n", "temperature", "top_p", "top_k", "min_p",
+                             "repetition_penalty", "max_tokens", "presence_penalty")  # fmt: skip
+
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+
+    seen = []
+
+    class LLM:
+        def generate(self, prompts, params):
+            seen.append(params.kwargs)
+            choice = types.SimpleNamespace(text="4", token_ids=[7, 2], finish_reason="stop")
+            return [types.SimpleNamespace(outputs=[choice] * params.kwargs["n"]) for _ in prompts]
+
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(SamplingParams=SamplingParams))
+    settings = {"do_sample": True, "temperature": 0.9, "top_p": 1.0, "top_k": 0, "min_p": None,
+                "repetition_penalty": 1.0, "max_new_tokens": 16, "presence_penalty": 1.5,
+                "no_repeat_ngram_size": 3}  # fmt: skip
+    sample = sampling.vllm_sampler(LLM(), tiny_tokenizer, settings)
+    groups = sample([[{"role": "user", "content": "2 + 2?"}]], 3)
+    assert [[c.text for c in g] for g in groups] == [["4", "4", "4"]]
+    assert groups[0][0] == sampling.Completion("4", [7, 2], False)
+    expected = {"n": 3, "temperature": 0.9, "top_p": 1.0, "top_k": -1, "min_p": 0.0,
+                "repetition_penalty": 1.0, "max_tokens": 16, "presence_penalty": 1.5}  # fmt: skip
+    assert seen == [expected]

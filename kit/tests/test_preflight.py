@@ -8,10 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import RECIPE, chdir, load, rows_of
+from conftest import RECIPE, chdir, load, rows_of, sample_recipe
 from grpo_kit import preflight
 from grpo_kit.commands import preflight as command
-from grpo_kit.preflight import Completion, NoSignal
+from grpo_kit.preflight import NoSignal
+from grpo_kit.sampling import Completion
 
 LIMIT = 64  # the test recipe's max_completion_length (conftest.CPU_RECIPE)
 
@@ -128,7 +129,9 @@ def test_the_advised_length_is_the_p95_with_a_margin(lengths, cap, advised):
 
 
 def test_the_sampling_is_the_recipes(recipe):
-    settings = preflight.sampling_settings(recipe)
+    from grpo_kit import sampling
+
+    settings = sampling.training_settings(recipe)
     training = recipe.training
     assert settings["do_sample"] is True
     assert settings["temperature"] == training.temperature
@@ -216,3 +219,22 @@ def test_train_skips_the_preflight_when_told_when_resuming_and_when_distributed(
 def test_the_offline_runs_turn_the_preflight_off(tiny_model_dir):
     assert tiny_recipe(tiny_model_dir).script.preflight is False
     assert tiny_recipe(tiny_model_dir, "--preflight", "true").script.preflight is True
+
+
+def test_an_agent_tasks_preflight_samples_whole_rollouts(projects, tmp_path_factory):
+    """The tools task: k whole rollouts per prompt through sampling.agent_sampler, tools really
+    run; rollouts have no token counts, so no lengths are measured."""
+    from grpo_kit.offline.tiny_model import project_tiny_model
+    from grpo_kit.recipe import parse_recipe
+    from grpo_kit.tokenizer import load_tokenizer
+
+    root = projects("tools")
+    with chdir(root):
+        out = tmp_path_factory.mktemp("tools-tiny") / "model"
+        model = project_tiny_model(out, load(root), recipe=sample_recipe(root))
+        argv = ["--config", RECIPE, "--smoke", "--model_name_or_path", str(model)]
+        recipe = parse_recipe(argv, project=load(root))
+        tokenizer = load_tokenizer(recipe.model)
+        signal = preflight.check(recipe, tokenizer, prompts=2, generations=2)
+    assert (signal.groups, signal.generations) == (2, 2)
+    assert signal.lengths is None and signal.clip_rate is None

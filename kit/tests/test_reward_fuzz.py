@@ -7,12 +7,9 @@ tests run).
 `GRPO_FUZZ_EXAMPLES=20000 python -m pytest tests/test_reward_fuzz.py`).
 """
 
-import math
-
 import pytest
 from conftest import TASKS, chdir
-from grpo_kit.rewards import call_like_trl
-from grpo_kit.testing import EXAMPLES, MB, ProjectChecks, hostile
+from grpo_kit.testing import EXAMPLES, MB, ProjectChecks, best_time, hostile
 from grpo_kit.verify import math as math_answers
 
 # Rewards whose work is running programs (the code sandbox, with its own time limit), left out
@@ -48,19 +45,15 @@ def test_every_reward_scores_1mb_hostile_completions(task, checks):
     without a budget also in linear time."""
     assert {"unclosed answer", "deep brackets", "boxed", "words"} <= set(hostile(1))
     assert {"fence then blanks", "tagged fence then blanks"} <= set(hostile(1))  # issue 25 #9
-    checks(task).large_completions_are_fast(skip=NOT_TEXT_HANDLING)
+    checks(task).large_completions_are_fast()
 
 
-def _best_time(func, completion: str, row: dict, repeats: int = 3) -> float:
-    """The least CPU time (of this thread, what budgets count) of `repeats` scorings."""
-    import time
-
-    best = math.inf
-    for _ in range(repeats):
-        start = time.thread_time()
-        call_like_trl(func, [completion], [row])
-        best = min(best, time.thread_time() - start)
-    return best
+@pytest.mark.parametrize("task", TASKS)
+def test_only_the_code_tasks_correctness_runs_programs(task, checks):
+    """The rewards that run programs (left out of the timings) are found from their settings,
+    so a project's test_project.py names none (every bake once skipped code_correctness)."""
+    expected = set(NOT_TEXT_HANDLING) if task == "code" else set()
+    assert checks(task).runs_programs() == expected
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -81,8 +74,8 @@ def test_text_handling_is_linear_in_the_completion(task, checks, monkeypatch):
             if name in NOT_TEXT_HANDLING:
                 continue
             for shape in large:
-                quarter = _best_time(func, small[shape], row)
-                whole = _best_time(func, large[shape], row)
+                quarter = best_time(func, small[shape], row)
+                whole = best_time(func, large[shape], row)
                 timings.append((whole, name, shape))
                 assert whole < 8 * quarter + 0.02, (name, shape, quarter, whole)
     slowest = max(timings)

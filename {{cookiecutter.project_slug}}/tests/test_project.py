@@ -17,7 +17,7 @@ def test_rewards_never_fail_on_random_and_hostile_completions(checks):
 
 
 def test_rewards_score_1mb_completions_fast(checks):
-    checks.large_completions_are_fast(skip=("code_correctness",))
+    checks.large_completions_are_fast()
 
 
 @pytest.mark.slow

@@ -31,7 +31,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "reward-debug": ("commands.reward_debug", "main", "score every reward on ideal completions"),
     "filter": ("commands.filter", "main", "keep the prompts the base model solves sometimes"),
     "recipe": ("commands.recipe", "main", "the recipe in force: each value and its file"),
-    "doctor": ("commands.doctor", "main", "preflight checks: GPU, versions, data, token, lengths"),
+    "doctor": ("commands.doctor", "main", "environment checks: GPU, versions, data, lengths"),
     "gpu-check": ("commands.gpu_check", "main", "on a GPU: a few steps, peak memory vs estimate"),
     "launch": ("commands.launch", "main", "multi-GPU / multi-node: vLLM server + accelerate"),
     "reward-model": ("commands.reward_model", "main", "train a reward model on preference pairs"),

@@ -16,45 +16,80 @@ from .rows import LOCAL_FORMATS, is_local, load_rows, where  # noqa: F401 (re-ex
 logger = logging.getLogger(__name__)
 
 
-def _cell_problem(value) -> str | None:
-    """Why a cell cannot be used (None if fine): text, a number, a list of texts (e.g. unit
-    tests) or a chat (list of {role, content} messages)."""
+def _content_text(content) -> str:
+    """A message's text: its content, or the text parts of a multimodal content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # multimodal parts: [{"type": "text", "text": ...}, ...]
+        return " ".join(p.get("text") or "" for p in content if isinstance(p, dict))
+    return ""
+
+
+def cell_problem(value, *, text_or_chat: bool = False) -> str | None:
+    """Why a cell cannot be used (None if fine). One rule for every data file the kit reads: a
+    cell is text, or a chat (a list of messages, each a mapping with 'role' and 'content', the
+    content not empty unless the message calls tools); a training column may also hold a number
+    or a list of texts (e.g. unit tests), which `text_or_chat` (a preference pair's prompt,
+    chosen and rejected, which RewardTrainer reads as text or chat) refuses."""
+    expected = "text or a list of chat messages" if text_or_chat else "text"
     if value is None:
         return "is empty (null, or missing from this row)"
     if isinstance(value, bool):
-        return f"is {str(value).lower()}, expected text"
-    if isinstance(value, str | int | float):
-        return None if str(value).strip() else "is empty"
+        return f"is {str(value).lower()}, expected {expected}"
+    if isinstance(value, str):
+        return None if value.strip() else "is empty"
+    if isinstance(value, int | float) and not text_or_chat:
+        return None
     if isinstance(value, list):
         if not value:
             return "is an empty list"
-        if all(isinstance(v, str) for v in value):
+        if all(isinstance(v, str) for v in value) and not text_or_chat:
             return None
-        if all(isinstance(v, dict) and "content" in v for v in value):
-            return None
-        return "is a list of mixed items, expected texts or chat messages"
-    return f"is {type(value).__name__}, expected text"
+        if not all(isinstance(v, dict) for v in value):
+            items = "chat messages" if text_or_chat else "texts or chat messages"
+            return f"is a list of mixed items, expected {items}"
+        for number, message in enumerate(value, start=1):
+            if "role" not in message or "content" not in message:
+                return f"message {number} is not a mapping with 'role' and 'content'"
+            if not _content_text(message["content"]).strip() and not message.get("tool_calls"):
+                return f"message {number} has empty content"
+        return None
+    return f"is {type(value).__name__}, expected {expected}"
 
 
-def validate_columns(
-    rows, source: str, columns: dict[str, str], may_be_empty: frozenset[str] = frozenset()
+def require_columns(
+    rows,
+    source: str,
+    columns: dict[str, str],
+    recipe: str = "configs/local.yaml (your settings)",
+    hints: dict[str, str] | None = None,
 ) -> None:
-    """Every required column exists and holds usable values (see `_cell_problem`).
-
-    `columns` maps a column name to the recipe field that names it, for the error message;
-    columns in `may_be_empty` may hold empty text (e.g. optional setup code).
-    """
+    """The data has rows and every column in `columns` ({column: the recipe field naming it}),
+    or one DataError naming the field to set in `recipe` (`hints`: more words for a field)."""
     if len(rows) == 0:
         raise DataError(f"{source}: no rows")
     available = list(rows.column_names)
     for column, setting in columns.items():
         if column not in available:
+            hint = (hints or {}).get(setting, "")
             raise DataError(
                 f"{source}: column '{column}' not found (columns: {', '.join(available)}); "
-                f"set {setting} in configs/local.yaml (your settings) or pass --{setting}"
+                f"set {setting} in {recipe} or pass --{setting}{hint}"
             )
+
+
+def validate_columns(
+    rows, source: str, columns: dict[str, str], may_be_empty: frozenset[str] = frozenset()
+) -> None:
+    """Every required column exists and holds usable values (see `cell_problem`).
+
+    `columns` maps a column name to the recipe field that names it, for the error message;
+    columns in `may_be_empty` may hold empty text (e.g. optional setup code).
+    """
+    require_columns(rows, source, columns)
+    for column in columns:
         for index, value in enumerate(rows[column]):
-            problem = _cell_problem(value)
+            problem = cell_problem(value)
             if problem == "is empty" and column in may_be_empty:
                 continue
             if problem:

@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-RUN_RECORD = "run_record.json"  # callbacks/run_record.py writes it at the top of a run's folder
+RUN_RECORD = "run_record.json"  # at the top of a run's folder (callbacks/run_record.py writes it)
 MODEL_HINT = (
     "name a run's output_dir, one of its checkpoint-N folders, its merged folder or a Hub id: "
     "make evaluate/infer/merge RUN_DIR=outputs/<run> (grpo evaluate/infer --model PATH)"

@@ -29,33 +29,20 @@ import gc
 import logging
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import sampling
 from .errors import UserError
+from .sampling import Completion, Sampler
 
 logger = logging.getLogger(__name__)
 
-PROMPTS = 8  # prompts sampled by default (x num_generations completions each)
 LENGTH_MARGIN = 1.25  # max_completion_length advised: the p95 length x this, rounded up
 LENGTH_STEP = 64  # ... to a multiple of this
 CLIPPED_ADVICE = 0.3  # a clip rate above this gets the length advice (the health check's default)
 BATCH_COMPLETIONS = 64  # completions per generate call, at most (whole groups)
-
-
-@dataclass(frozen=True)
-class Completion:
-    """One sampled completion: its text (or an agent's messages), its token count and whether
-    it was cut off at max_completion_length (no end-of-turn token)."""
-
-    text: str | list[dict]
-    tokens: list[int] | None = None  # the generated token ids (None: unknown, an agent rollout)
-    clipped: bool | None = None
-
-
-# (conversations, k) -> k completions per conversation
-Sampler = Callable[[list[list[dict]], int], list[list[Completion]]]
 
 
 @dataclass(frozen=True)
@@ -209,31 +196,7 @@ class NoSignal(UserError):
     """The recipe cannot train anything on this model (the table was shown before)."""
 
 
-# --- sampling ------------------------------------------------------------------------------------
-
-
-def sampling_settings(recipe) -> dict:
-    """transformers' generate arguments for sampling as GRPO samples (TRL's GRPOConfig fields)."""
-    training = recipe.training
-    settings = {
-        "do_sample": True,
-        "temperature": training.temperature,
-        "top_p": training.top_p,
-        "top_k": training.top_k or 0,
-        "min_p": training.min_p,
-        "repetition_penalty": training.repetition_penalty,
-        "max_new_tokens": training.max_completion_length,
-    }
-    extra = training.generation_kwargs if isinstance(training.generation_kwargs, dict) else {}
-    return {**settings, **extra}
-
-
-def describe_sampling(settings: dict) -> str:
-    top_k = settings.get("top_k") or "off"
-    return (
-        f"sampled as training samples (temperature {settings['temperature']:g}, top_p "
-        f"{settings['top_p']:g}, top_k {top_k})"
-    )
+# --- sampling (sampling.py samples; the model is loaded here as training loads it) ----------------
 
 
 def load_base_model(recipe):
@@ -266,62 +229,6 @@ def load_base_model(recipe):
     if quantization is None:
         model = model.to("cpu" if cpu else default_device())
     return model.eval()
-
-
-def transformers_sampler(model, tokenizer, settings: dict, kwargs: dict | None) -> Sampler:
-    """k completions per prompt with transformers' generate, with token counts and cut-offs."""
-    import torch
-
-    from .generation import prompt_texts
-
-    stops = model.generation_config.eos_token_id
-    stops = {stops} if isinstance(stops, int) else set(stops or [])
-    stops.add(tokenizer.eos_token_id)
-    pad = tokenizer.pad_token_id
-
-    def sample(conversations: list[list[dict]], k: int) -> list[list[Completion]]:
-        texts = prompt_texts(tokenizer, conversations, kwargs)
-        inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-        inputs = inputs.to(model.device)
-        with torch.inference_mode():
-            output = model.generate(**inputs, num_return_sequences=k, pad_token_id=pad, **settings)
-        found = []
-        for ids in output[:, inputs["input_ids"].shape[1] :].tolist():
-            ended = next((i for i, token in enumerate(ids) if token in stops), None)
-            kept = ids if ended is None else ids[: ended + 1]
-            text = tokenizer.decode(kept, skip_special_tokens=True)
-            found.append(Completion(text, kept, ended is None))
-        return [found[i : i + k] for i in range(0, len(found), k)]
-
-    return sample
-
-
-def agent_sampler(recipe, model, tokenizer, settings: dict, rows: list[dict]) -> Sampler:
-    """An agent task: k whole rollouts per prompt through the loop TRL trains with, its tools
-    really run (environments/episodes.py); lengths and cut-offs are not counted."""
-    import json
-
-    from .environments.episodes import run_episodes
-    from .generation import Decoding
-
-    decoding = Decoding(settings["temperature"], settings["top_p"], settings["top_k"] or 0)
-    factories = recipe.project.task.environments(recipe.task)
-    cap = recipe.training.max_tool_calling_iterations
-    row_of = {json.dumps(row["prompt"]): row for row in rows}
-
-    def sample(conversations: list[list[dict]], k: int) -> list[list[Completion]]:
-        found = []
-        for conversation in conversations:
-            row = row_of[json.dumps(conversation)]
-            rollouts = run_episodes(
-                model, tokenizer, [conversation] * k,
-                [factories[row["environment"]]() for _ in range(k)], [row] * k, decoding,
-                settings["max_new_tokens"], cap, recipe.training.chat_template_kwargs,
-            )  # fmt: skip
-            found.append([Completion(rollout) for rollout in rollouts])
-        return found
-
-    return sample
 
 
 # --- the check ------------------------------------------------------------------------------------
@@ -436,12 +343,12 @@ def check(
     sampler: Sampler | None = None,
 ) -> Signal:
     """Sample, score and measure (see the module docstring). `prompts` defaults to the recipe's
-    `preflight_prompts` (default PROMPTS), `generations` to its num_generations; `sampler` replaces
-    the model (tests)."""
+    `preflight_prompts` (default sampling.PREFLIGHT_PROMPTS), `generations` to its
+    num_generations; `sampler` replaces the model (tests)."""
     count = prompts or recipe.script.preflight_prompts
     k = generations or recipe.training.num_generations
     rows = preflight_rows(recipe, tokenizer, count)
-    settings = sampling_settings(recipe)
+    settings = sampling.training_settings(recipe)
     name = recipe.model.model_name_or_path
     logger.info(
         "preflight: sampling %d prompts x %d completions of %s before training", len(rows), k, name
@@ -449,11 +356,15 @@ def check(
     model = None
     if sampler is None:
         model = load_base_model(recipe)
-        if recipe.project.task.environments is not None:
-            sampler = agent_sampler(recipe, model, tokenizer, settings, rows)
+        task, kwargs = recipe.project.task, recipe.training.chat_template_kwargs
+        if task.environments is not None:  # an agent task: whole rollouts, tools really run
+            factories = task.environments(recipe.task)
+            cap = recipe.training.max_tool_calling_iterations
+            sampler = sampling.agent_sampler(
+                model, tokenizer, settings, rows, factories, cap, kwargs, batch_size=1
+            )
         else:
-            kwargs = recipe.training.chat_template_kwargs
-            sampler = transformers_sampler(model, tokenizer, settings, kwargs)
+            sampler = sampling.transformers_sampler(model, tokenizer, settings, kwargs)
     try:
         from transformers import set_seed
 
@@ -468,7 +379,7 @@ def check(
     finally:
         sampler = model = None  # the preflight's copy of the model goes before training's loads
         release()
-    return measure(recipe, rows, groups, str(name), describe_sampling(settings))
+    return measure(recipe, rows, groups, str(name), sampling.describe(settings))
 
 
 def release() -> None:

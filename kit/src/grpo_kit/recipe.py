@@ -48,10 +48,10 @@ from typing import NamedTuple
 
 from . import backends, startup
 from .errors import UserError
-from .preflight import PROMPTS as PREFLIGHT_PROMPTS
 from .project import Project
 from .project import load as load_project
 from .rows import is_local
+from .sampling import PREFLIGHT_PROMPTS
 
 DEFAULT_RECIPE = Path("configs/grpo.yaml")
 # Yours: the template never writes it, so regenerating the project (cruft update, replay) keeps

@@ -19,17 +19,24 @@ def ready_for_generation(tokenizer):
     return tokenizer
 
 
-def load_tokenizer(model_args, trust_remote_code: bool = False):
-    """The model's tokenizer, ready for GRPO: a pad token, left padding and a chat template."""
+def open_tokenizer(model_args, trust_remote_code: bool = False):
+    """The model's tokenizer as it is (its name and revision from a ModelConfig), or one
+    ModelError with the Hub hint."""
     from transformers import AutoTokenizer
 
     name = model_args.model_name_or_path
     try:
-        tokenizer = AutoTokenizer.from_pretrained(
+        return AutoTokenizer.from_pretrained(
             name, revision=model_args.model_revision, trust_remote_code=trust_remote_code
         )
     except (OSError, ValueError) as err:
         raise ModelError(hub_hint(name, err)) from err
+
+
+def load_tokenizer(model_args, trust_remote_code: bool = False):
+    """The model's tokenizer, ready for GRPO: a pad token, left padding and a chat template."""
+    name = model_args.model_name_or_path
+    tokenizer = open_tokenizer(model_args, trust_remote_code)
     ready_for_generation(tokenizer)
     if not tokenizer.chat_template:
         raise ModelError(

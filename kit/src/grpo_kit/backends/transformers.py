@@ -25,8 +25,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-def check_gpu_packages(recipe) -> None:
-    """GPU-only settings and packages the recipe needs, checked before anything slow happens."""
+def check_gpu_packages(recipe, recipe_file: str = "configs/grpo.yaml") -> None:
+    """GPU-only settings and packages the recipe needs, checked before anything slow happens
+    (GRPO's recipe, or the reward model's: `recipe_file` is where the user changes them)."""
     import torch
 
     training, model_args = recipe.training, recipe.model
@@ -34,9 +35,9 @@ def check_gpu_packages(recipe) -> None:
     if quantized and not torch.cuda.is_available():
         raise ModelError(
             "load_in_4bit/load_in_8bit need a CUDA GPU (bitsandbytes); set load_in_4bit: false "
-            "in configs/grpo.yaml, or run with --smoke"
+            f"in {recipe_file}, or run with --smoke"
         )
-    if training.use_vllm and importlib.util.find_spec("vllm") is None:
+    if getattr(training, "use_vllm", False) and importlib.util.find_spec("vllm") is None:
         raise ModelError(
             "use_vllm is true but vLLM is not installed: pip install -e '.[gpu]' "
             "(or --use_vllm false for slower transformers generation)"
@@ -50,12 +51,10 @@ def check_gpu_packages(recipe) -> None:
         )
 
 
-def trainer_model(recipe) -> dict:
-    """GRPOTrainer's model arguments: the model name (TRL loads it with the recipe's dtype and
-    quantization, as `trl grpo` does) and the LoRA config (None: full fine-tuning)."""
-    from trl import get_peft_config, get_quantization_config
-
-    model_args, training = recipe.model, recipe.training
+def set_model_init_kwargs(model_args, training) -> dict:
+    """How TRL loads the model from its name (GRPOTrainer, RewardTrainer): the recipe's revision,
+    remote code, attention and dtype, with its own model_init_kwargs over them; set on
+    `training` (TRL reads them there) and returned."""
     kwargs = {
         "revision": model_args.model_revision,
         "trust_remote_code": training.trust_remote_code,
@@ -64,6 +63,16 @@ def trainer_model(recipe) -> dict:
     }
     kwargs.update(training.model_init_kwargs or {})
     training.model_init_kwargs = kwargs
+    return kwargs
+
+
+def trainer_model(recipe) -> dict:
+    """GRPOTrainer's model arguments: the model name (TRL loads it with the recipe's dtype and
+    quantization, as `trl grpo` does) and the LoRA config (None: full fine-tuning)."""
+    from trl import get_peft_config, get_quantization_config
+
+    model_args, training = recipe.model, recipe.training
+    set_model_init_kwargs(model_args, training)
     peft_config = get_peft_config(model_args)
     if peft_config is not None:
         name = model_args.model_name_or_path

@@ -69,7 +69,7 @@ HEALTH_LOG = "health.jsonl"
 
 
 @dataclass(frozen=True)
-class Limits:
+class HealthLimits:
     """Thresholds (the recipe's `health_*` fields, whose defaults are in recipe.ScriptArguments)
     and what the checks need to know."""
 
@@ -143,7 +143,7 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def assess(history: list[dict], limits: Limits) -> list[Finding]:
+def assess(history: list[dict], limits: HealthLimits) -> list[Finding]:
     """The problems the latest logs show, worst first."""
     rows = training_rows(history)
     if not rows:
@@ -188,7 +188,7 @@ def non_finite_values(row: dict) -> dict[str, float]:
     return bad
 
 
-def _non_finite(rows, last, step, limits: Limits) -> Finding | None:
+def _non_finite(rows, last, step, limits: HealthLimits) -> Finding | None:
     bad = non_finite_values(last)
     if not bad:
         return None
@@ -224,7 +224,7 @@ def _non_finite(rows, last, step, limits: Limits) -> Finding | None:
     )
 
 
-def _zero_std(rows, last, step, limits: Limits) -> Finding | None:
+def _zero_std(rows, last, step, limits: HealthLimits) -> Finding | None:
     zero = _number(last, "frac_reward_zero_std")
     std = _number(last, "reward_std")
     if zero is None and std is None:
@@ -249,7 +249,7 @@ def _zero_std(rows, last, step, limits: Limits) -> Finding | None:
     )
 
 
-def _correctness_spread(rows, last, step, limits: Limits) -> Finding | None:
+def _correctness_spread(rows, last, step, limits: HealthLimits) -> Finding | None:
     """The correctness reward alone: groups where every completion scored the same."""
     if not limits.correctness:
         return None
@@ -302,7 +302,7 @@ def _listed(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _kl(rows, last, step, limits: Limits) -> Finding | None:
+def _kl(rows, last, step, limits: HealthLimits) -> Finding | None:
     kl = _number(last, "kl")
     if limits.beta <= 0 or kl is None or kl <= limits.kl_max:
         return None
@@ -319,7 +319,7 @@ def _kl(rows, last, step, limits: Limits) -> Finding | None:
     )
 
 
-def _entropy(last, step, limits: Limits) -> Finding | None:
+def _entropy(last, step, limits: HealthLimits) -> Finding | None:
     entropy = _number(last, "entropy")
     if entropy is None or entropy >= limits.entropy_min:
         return None
@@ -335,7 +335,7 @@ def _entropy(last, step, limits: Limits) -> Finding | None:
     )
 
 
-def _clipped(last, step, limits: Limits) -> Finding | None:
+def _clipped(last, step, limits: HealthLimits) -> Finding | None:
     clipped = _number(last, "completions/clipped_ratio")
     if clipped is None or clipped <= limits.clipped_max:
         return None
@@ -352,7 +352,7 @@ def _clipped(last, step, limits: Limits) -> Finding | None:
     )
 
 
-def _flat(rows, step, limits: Limits) -> Finding | None:
+def _flat(rows, step, limits: HealthLimits) -> Finding | None:
     window = _series(rows[-limits.flat_logs :], "reward")
     if len(rows) < limits.flat_logs or len(window) < limits.flat_logs:
         return None
@@ -371,7 +371,7 @@ def _flat(rows, step, limits: Limits) -> Finding | None:
     )
 
 
-def _hacking(rows, step, limits: Limits) -> Finding | None:
+def _hacking(rows, step, limits: HealthLimits) -> Finding | None:
     if not limits.correctness:
         return None
     key = f"rewards/{limits.correctness}/mean"
@@ -399,7 +399,7 @@ def _hacking(rows, step, limits: Limits) -> Finding | None:
     )
 
 
-def _sampling(rows, last, step, limits: Limits) -> Finding | None:
+def _sampling(rows, last, step, limits: HealthLimits) -> Finding | None:
     """vLLM rollouts that the trainer scores differently: down-weighted or dropped updates."""
     gap = _number(last, "sampling/sampling_logp_difference/mean")
     ratio = _number(last, "sampling/importance_sampling_ratio/mean")
@@ -431,7 +431,7 @@ def _sampling(rows, last, step, limits: Limits) -> Finding | None:
     )
 
 
-def _lasting(rows, key: str, limits: Limits, start: int = 0) -> list[float] | None:
+def _lasting(rows, key: str, limits: HealthLimits, start: int = 0) -> list[float] | None:
     """`key` over the last `tool_logs` logs when they all hold it and all come at or after log
     number `start` (0-based); else None (a tool check has nothing to judge yet)."""
     n = limits.tool_logs
@@ -441,7 +441,7 @@ def _lasting(rows, key: str, limits: Limits, start: int = 0) -> list[float] | No
     return window if len(window) == n else None
 
 
-def _no_tool_calls(rows, step, limits: Limits) -> Finding | None:
+def _no_tool_calls(rows, step, limits: HealthLimits) -> Finding | None:
     """Past the warm-up, no tool call at all for `tool_logs` logs in a row."""
     window = _lasting(rows, TOOL_CALLS, limits, start=limits.tool_warmup_logs)
     if window is None or any(v > 0 for v in window):
@@ -460,7 +460,7 @@ def _no_tool_calls(rows, step, limits: Limits) -> Finding | None:
     )
 
 
-def _tool_cap(rows, step, limits: Limits) -> Finding | None:
+def _tool_cap(rows, step, limits: HealthLimits) -> Finding | None:
     """Rollouts that keep calling tools until max_tool_calling_iterations stops them."""
     cap = limits.max_tool_calling_iterations
     if not cap or cap < 1:
@@ -481,7 +481,7 @@ def _tool_cap(rows, step, limits: Limits) -> Finding | None:
     )
 
 
-def _tool_failures(rows, step, limits: Limits) -> Finding | None:
+def _tool_failures(rows, step, limits: HealthLimits) -> Finding | None:
     """Most tool calls failing (a wrong name or arguments, or the tool raising)."""
     window = _lasting(rows, TOOL_FAILURES, limits)
     if window is None or any(v <= limits.tool_failure_max for v in window):
@@ -638,7 +638,7 @@ class HealthMonitor(TrainerCallback):
     """Runs `assess` at every log on every process (the logged metrics are already gathered, so
     all processes agree and stop together); only the main process writes."""
 
-    def __init__(self, limits: Limits, output_dir: str, stop_on_fatal: bool = False):
+    def __init__(self, limits: HealthLimits, output_dir: str, stop_on_fatal: bool = False):
         self.limits = limits
         self.path = Path(output_dir) / HEALTH_LOG
         self.stop_on_fatal = stop_on_fatal
@@ -767,12 +767,12 @@ def limits_from(
     correctness: str | None = None,
     max_tool_calling_iterations: int | None = None,
     fp16: bool = False,
-) -> Limits:
-    """Limits from the recipe's `health_*` fields (a recipe.ScriptArguments), `beta`,
+) -> HealthLimits:
+    """The health limits from the recipe's `health_*` fields (a recipe.ScriptArguments), `beta`,
     `max_completion_length`, `max_tool_calling_iterations` (GRPOConfig's; None: no cap) and
     `fp16` (mixed precision with a loss scaler). An offline run (`smoke`) chose its short
     completions, so clipping is expected there and not checked."""
-    return Limits(
+    return HealthLimits(
         zero_std_max=script.health_zero_std_max,
         kl_max=script.health_kl_max,
         entropy_min=script.health_entropy_min,
@@ -791,7 +791,7 @@ def limits_from(
     )
 
 
-def default_limits(**changes) -> Limits:
+def default_limits(**changes) -> HealthLimits:
     """The default thresholds (the recipe dataclass's), with `changes` applied."""
     from ..recipe import ScriptArguments
 

@@ -22,7 +22,9 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-RECORD = "run_record.json"
+from ..generation import RUN_RECORD
+
+RECORD = RUN_RECORD  # its one home is generation.py, which reads records (below this module)
 PACKAGE = __name__.split(".")[0]  # grpo_kit
 PACKAGES = (
     "torch", "transformers", "trl", "peft", "datasets", "accelerate", "unsloth", "vllm",

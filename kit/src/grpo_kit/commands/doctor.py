@@ -1,4 +1,4 @@
-"""`grpo doctor` (`make doctor`): preflight checks before a (long, paid) training run.
+"""`grpo doctor` (`make doctor`): environment checks before a (long, paid) training run.
 
 Checks the machine against the recipe and the tier the project was generated for (GPU count,
 memory, bf16), the NVIDIA driver against what the installed torch and vLLM builds need and each
@@ -40,7 +40,7 @@ OK, INFO, WARN, FAIL = "ok", "info", "warn", "FAIL"
 
 
 @dataclass(frozen=True)
-class Finding:
+class Check:
     level: str
     check: str
     message: str
@@ -51,26 +51,26 @@ def _gib(n: float) -> str:
     return f"{n / 1024**3:.1f} GiB"
 
 
-def check_python() -> list[Finding]:
+def check_python() -> list[Check]:
     """Reported for the record: the package itself requires Python 3.11 to install."""
-    return [Finding(OK, "python", "Python " + ".".join(map(str, sys.version_info[:3])))]
+    return [Check(OK, "python", "Python " + ".".join(map(str, sys.version_info[:3])))]
 
 
 def check_hardware(
     recipe, cuda: bool, cpu_requested: bool, nvidia: NvidiaMachine | None = None
-) -> list[Finding]:
+) -> list[Check]:
     """GPU presence, count, memory and bf16 against the tier and the recipe; `nvidia`: what
     nvidia-smi sees (GPUs torch cannot use are named as such)."""
     import torch
 
     training, tier = recipe.training, recipe.project.tier
     build = f"torch {torch.__version__}, CUDA build {torch.version.cuda}"
-    findings = [Finding(INFO, "torch", build)]
+    findings = [Check(INFO, "torch", build)]
     needs_gpu = tier.is_gpu and not cpu_requested
     if not cuda:
         if needs_gpu and nvidia is not None and nvidia.gpus:
             findings.append(
-                Finding(
+                Check(
                     FAIL,
                     "gpu",
                     f"torch cannot use the {len(nvidia.gpus)} NVIDIA GPU(s) nvidia-smi shows "
@@ -80,7 +80,7 @@ def check_hardware(
             )
         elif needs_gpu:
             findings.append(
-                Finding(
+                Check(
                     FAIL,
                     "gpu",
                     f"no CUDA GPU found; this project was tuned for the {tier.name} tier "
@@ -90,16 +90,16 @@ def check_hardware(
                 )
             )
         else:
-            findings.append(Finding(OK, "gpu", "no GPU, and the recipe trains on the CPU"))
+            findings.append(Check(OK, "gpu", "no GPU, and the recipe trains on the CPU"))
         return findings
     count = torch.cuda.device_count()
     names = {torch.cuda.get_device_name(i) for i in range(count)}
     memory = min(torch.cuda.get_device_properties(i).total_memory for i in range(count))
-    findings.append(Finding(INFO, "gpu", f"{count} x {', '.join(sorted(names))} ({_gib(memory)})"))
+    findings.append(Check(INFO, "gpu", f"{count} x {', '.join(sorted(names))} ({_gib(memory)})"))
     expected = tier.gpus_per_node
     if count < expected:
         findings.append(
-            Finding(
+            Check(
                 FAIL,
                 "gpu count",
                 f"{count} GPU(s) visible, the {tier.name} tier expects {expected} per node",
@@ -109,7 +109,7 @@ def check_hardware(
     budget = tier.memory_gib * 1024**3
     if memory < budget * 0.97:
         findings.append(
-            Finding(
+            Check(
                 FAIL if memory < tier.estimated_peak_gib * 1024**3 else WARN,
                 "gpu memory",
                 f"{_gib(memory)} per GPU; the recipe was tuned for {tier.memory_gib:g} GiB "
@@ -120,7 +120,7 @@ def check_hardware(
         )
     elif memory > budget * 1.5:
         findings.append(
-            Finding(
+            Check(
                 WARN,
                 "gpu memory",
                 f"{_gib(memory)} per GPU, more than the {tier.name} tier assumes",
@@ -129,7 +129,7 @@ def check_hardware(
         )
     if training.bf16 and not torch.cuda.is_bf16_supported():
         findings.append(
-            Finding(
+            Check(
                 FAIL,
                 "bf16",
                 "the recipe uses bf16 but this GPU does not support it",
@@ -297,7 +297,7 @@ def _driver_major_for(driver: str | None) -> int:
 
 def check_cuda_stack(
     recipe, cuda: bool, cpu_requested: bool, nvidia: NvidiaMachine | None
-) -> list[Finding]:
+) -> list[Check]:
     """The NVIDIA driver against the CUDA builds of torch and vLLM, and every GPU's compute
     capability against torch's build (and vLLM's minimum when the recipe generates with vLLM).
     One line each, with the fix: the driver to install, or the torch index of a build that runs
@@ -322,7 +322,7 @@ def check_cuda_stack(
         if not gpus:
             return []
         return [
-            Finding(
+            Check(
                 blocking,
                 "torch build",
                 f"torch {torch.__version__} is the CPU build; this machine has "
@@ -341,7 +341,7 @@ def check_cuda_stack(
     what = " and ".join(f"{name} (CUDA {v} build)" for name, v in needs.items())
     if nvidia.driver is None:
         if not cuda:
-            findings.append(Finding(WARN, "driver", "the NVIDIA driver's version cannot be read"))
+            findings.append(Check(WARN, "driver", "the NVIDIA driver's version cannot be read"))
     elif _major(nvidia.driver) < required:
         capability = capabilities[0] if capabilities else None
         builds = torch_builds_for(capability, driver_major)
@@ -354,7 +354,7 @@ def check_cuda_stack(
             if vllm_build:
                 fix += f" (and vLLM's +cu{builds[0].replace('.', '')} wheel, docs.vllm.ai)"
         findings.append(
-            Finding(
+            Check(
                 blocking,
                 "driver",
                 f"NVIDIA driver {nvidia.driver} is too old for {what}: it needs >= {required}",
@@ -363,7 +363,7 @@ def check_cuda_stack(
         )
     else:
         findings.append(
-            Finding(OK, "driver", f"NVIDIA driver {nvidia.driver} runs {what} (>= {required})")
+            Check(OK, "driver", f"NVIDIA driver {nvidia.driver} runs {what} (>= {required})")
         )
     arch_list = list(torch.cuda.get_arch_list())
     codes = _code_capabilities(arch_list)
@@ -386,7 +386,7 @@ def check_cuda_stack(
                     f"{MIN_DRIVER[_major(builds[0])]}); or {fix}"
                 )
             findings.append(
-                Finding(
+                Check(
                     blocking,
                     "compute capability",
                     f"{names} ({sm}) is not in torch {torch.__version__}'s CUDA {build} build "
@@ -395,10 +395,10 @@ def check_cuda_stack(
                 )
             )
         else:
-            findings.append(Finding(OK, "compute capability", f"{names}: {sm}, in torch's build"))
+            findings.append(Check(OK, "compute capability", f"{names}: {sm}, in torch's build"))
         if vllm and capability < VLLM_MIN_CAPABILITY:
             findings.append(
-                Finding(
+                Check(
                     blocking,
                     "vllm",
                     f"vLLM needs compute capability >= {VLLM_MIN_CAPABILITY[0]}."
@@ -420,7 +420,7 @@ def _requirements(root: Path) -> list[str]:
     return list(table.get("dependencies", []))
 
 
-def check_versions(root: Path) -> list[Finding]:
+def check_versions(root: Path) -> list[Check]:
     from packaging.requirements import Requirement
 
     findings = []
@@ -432,14 +432,14 @@ def check_versions(root: Path) -> list[Finding]:
             installed = metadata.version(requirement.name)
         except metadata.PackageNotFoundError:
             findings.append(
-                Finding(FAIL, "versions", f"{requirement.name} is not installed", "make install")
+                Check(FAIL, "versions", f"{requirement.name} is not installed", "make install")
             )
             continue
         if requirement.specifier and not requirement.specifier.contains(
             installed, prereleases=True
         ):
             findings.append(
-                Finding(
+                Check(
                     FAIL,
                     "versions",
                     f"{requirement.name} {installed} is outside the tested range "
@@ -448,7 +448,7 @@ def check_versions(root: Path) -> list[Finding]:
                 )
             )
     if not findings:
-        findings.append(Finding(OK, "versions", "installed libraries match the project's pins"))
+        findings.append(Check(OK, "versions", "installed libraries match the project's pins"))
     return findings
 
 
@@ -557,7 +557,7 @@ def accepted_ranges(package: str) -> list[tuple[str, object]]:
     return [(" and ".join(dict.fromkeys(who)), specs[key]) for key, who in found.items()]
 
 
-def check_extras(root: Path) -> list[Finding]:
+def check_extras(root: Path) -> list[Check]:
     """One row per installed package of the GPU extras: against the project's pin (outside:
     untested, a warning), against what the installed TRL / Unsloth accept and against its own
     requirements on the stack (outside: known to break, a blocker)."""
@@ -587,13 +587,13 @@ def check_extras(root: Path) -> list[Finding]:
         pin = pins.get(name)
         fix = f'pip install "{pin}"' if pin else f"install a {name} inside those ranges"
         if broken:
-            findings.append(Finding(FAIL, name, f"{name} {version}: {'; '.join(broken)}", fix))
+            findings.append(Check(FAIL, name, f"{name} {version}: {'; '.join(broken)}", fix))
             continue
         if unmet:
-            findings.append(Finding(WARN, name, f"{name} {version}: {'; '.join(unmet)}", fix))
+            findings.append(Check(WARN, name, f"{name} {version}: {'; '.join(unmet)}", fix))
         if pin is not None and not pin.specifier.contains(version, prereleases=True):
             findings.append(
-                Finding(
+                Check(
                     WARN,
                     name,
                     f"{name} {version} is outside the project's pin {pin.specifier} (untested "
@@ -604,7 +604,7 @@ def check_extras(root: Path) -> list[Finding]:
         elif not unmet:
             pinned = f", the project's pin {pin.specifier}" if pin is not None else ""
             accepted = "".join(f", {who}: {spec}" for who, spec in accepted_ranges(name))
-            findings.append(Finding(OK, name, f"{name} {version}{pinned}{accepted}"))
+            findings.append(Check(OK, name, f"{name} {version}{pinned}{accepted}"))
     return findings
 
 
@@ -627,7 +627,7 @@ def _torch_build() -> str:
     return f"torch {release}" + (f" + CUDA {cuda.split('.')[0]}" if cuda else "")
 
 
-def check_kernels(root: Path, gpu_run: bool) -> list[Finding]:
+def check_kernels(root: Path, gpu_run: bool) -> list[Check]:
     """The `[kernels]` extra of a hybrid model's project: one row saying whether its
     linear-attention/convolution/Mamba layers run the fast kernels (each distribution
     installed, inside its pin) or transformers' PyTorch fallback. A warning when a GPU run
@@ -660,14 +660,14 @@ def check_kernels(root: Path, gpu_run: bool) -> list[Finding]:
             f"{', '.join(missing)} not installed{also}: {layers} run transformers' PyTorch "
             "fallback (correct, much slower; the plan's memory estimate counts it)"
         )
-        return [Finding(WARN if gpu_run else INFO, "kernels", message, fix + ")")]
+        return [Check(WARN if gpu_run else INFO, "kernels", message, fix + ")")]
     if off_pin:
         message = f"{', '.join(off_pin)}: outside the project's pins (untested with this stack)"
-        return [Finding(WARN, "kernels", message, KERNELS_INSTALL)]
-    return [Finding(OK, "kernels", f"{', '.join(present)} installed: {layers} use them")]
+        return [Check(WARN, "kernels", message, KERNELS_INSTALL)]
+    return [Check(OK, "kernels", f"{', '.join(present)} installed: {layers} use them")]
 
 
-def check_sampling(recipe) -> list[Finding]:
+def check_sampling(recipe) -> list[Check]:
     """Sampling that biases vLLM's importance-sampling correction (`recipe.sampling_bias`): a
     warning with the fix, before a run (the run warns again when it starts)."""
     from ..recipe import sampling_bias, sampling_bias_message
@@ -676,7 +676,7 @@ def check_sampling(recipe) -> list[Finding]:
     if not found:
         return []
     message, _, fix = sampling_bias_message(found, {}).partition(" Fix: ")
-    return [Finding(WARN, "sampling", message, fix)]
+    return [Check(WARN, "sampling", message, fix)]
 
 
 def uses_vllm(recipe) -> bool:
@@ -689,12 +689,12 @@ def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def check_optional_packages(recipe, cuda: bool) -> list[Finding]:
+def check_optional_packages(recipe, cuda: bool) -> list[Check]:
     training, model, tier = recipe.training, recipe.model, recipe.project.tier
     findings = []
     if training.use_vllm and cuda and not _installed("vllm"):
         findings.append(
-            Finding(
+            Check(
                 FAIL,
                 "vllm",
                 "use_vllm is true but vLLM is not installed",
@@ -709,7 +709,7 @@ def check_optional_packages(recipe, cuda: bool) -> list[Finding]:
             installed_version("vllm-bnb-plugin")
         ):
             findings.append(
-                Finding(
+                Check(
                     FAIL,
                     "vllm-bnb-plugin",
                     f"vLLM {vllm} loads 4-bit (bitsandbytes) weights only with the separate "
@@ -720,7 +720,7 @@ def check_optional_packages(recipe, cuda: bool) -> list[Finding]:
     needs_bnb = model.load_in_4bit or model.load_in_8bit or "8bit" in str(training.optim)
     if needs_bnb and cuda and not _installed("bitsandbytes"):
         findings.append(
-            Finding(
+            Check(
                 FAIL,
                 "bitsandbytes",
                 "the recipe uses 4-bit weights or an 8-bit optimizer but bitsandbytes is missing",
@@ -729,7 +729,7 @@ def check_optional_packages(recipe, cuda: bool) -> list[Finding]:
         )
     if tier.distributed.startswith("zero") and not _installed("deepspeed"):
         findings.append(
-            Finding(
+            Check(
                 FAIL if cuda else WARN,
                 "deepspeed",
                 f"the {tier.distributed} launch config needs DeepSpeed, which is not installed",
@@ -739,19 +739,19 @@ def check_optional_packages(recipe, cuda: bool) -> list[Finding]:
     return findings
 
 
-def check_hub(recipe, offline: bool) -> list[Finding]:
+def check_hub(recipe, offline: bool) -> list[Check]:
     """Token for gated models; reachability of the model and dataset ids."""
     from huggingface_hub import HfApi, get_token
 
     name = recipe.model.model_name_or_path
     if not name:
         fix = "set model_name_or_path in configs/grpo.yaml (a Hub id or a folder)"
-        return [Finding(FAIL, "model", "the recipe names no model_name_or_path", fix)]
+        return [Check(FAIL, "model", "the recipe names no model_name_or_path", fix)]
     findings = []
     local_model = Path(name).exists()
     if recipe.project.gated and not local_model and not get_token():
         findings.append(
-            Finding(
+            Check(
                 FAIL,
                 "hub token",
                 f"{name} is gated and no Hugging Face token is configured",
@@ -759,7 +759,7 @@ def check_hub(recipe, offline: bool) -> list[Finding]:
             )
         )
     if offline:
-        findings.append(Finding(INFO, "hub", "offline: Hub checks skipped"))
+        findings.append(Check(INFO, "hub", "offline: Hub checks skipped"))
         return findings
     api = HfApi()
     targets = [] if local_model else [("model", name)]
@@ -771,10 +771,10 @@ def check_hub(recipe, offline: bool) -> list[Finding]:
         try:
             info = api.model_info if kind == "model" else api.dataset_info
             info(repo, timeout=10)
-            findings.append(Finding(OK, "hub", f"{kind} {repo} is reachable"))
+            findings.append(Check(OK, "hub", f"{kind} {repo} is reachable"))
         except Exception as err:  # network errors, 401/404: all are findings, not crashes
             findings.append(
-                Finding(
+                Check(
                     FAIL,
                     "hub",
                     f"cannot reach {kind} {repo}: {type(err).__name__}: {str(err)[:160]}",
@@ -789,13 +789,13 @@ def percentile(values: list[int], q: float) -> int:
     return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
 
 
-def check_reward_settings(recipe) -> list[Finding]:
+def check_reward_settings(recipe) -> list[Check]:
     """The task's reward settings, checked as training checks them (the label set, the code
     sandbox's isolation level and limits)."""
     try:
         settings = recipe.project.task.reward_settings(recipe.task)
     except UserError as err:
-        return [Finding(FAIL, "rewards", str(err), "see the message; training stops there too")]
+        return [Check(FAIL, "rewards", str(err), "see the message; training stops there too")]
     findings = []
     for name, value in settings.items():
         if not hasattr(value, "describe"):
@@ -805,13 +805,13 @@ def check_reward_settings(recipe) -> list[Finding]:
         line = value.summary() if hasattr(value, "summary") else str(facts)
         if facts.get("isolation") == "process":
             fix = "install bubblewrap (apt-get install bubblewrap) or enable user namespaces"
-            findings.append(Finding(WARN, check, f"{line}: NOT isolated from your files", fix))
+            findings.append(Check(WARN, check, f"{line}: NOT isolated from your files", fix))
         else:
-            findings.append(Finding(OK, check, line))
+            findings.append(Check(OK, check, line))
     return findings
 
 
-def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list[Finding]:
+def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list[Check]:
     """Load and validate the data, then measure prompt lengths with the model's tokenizer."""
     from .. import data
     from ..tokenizer import load_tokenizer
@@ -819,18 +819,18 @@ def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list
     task = recipe.project.task
     if not data.is_local(recipe.script.dataset_name) and (offline or hub_failed):
         why = "offline" if offline else "the Hub is unreachable"
-        return [Finding(WARN, "data", f"{why}: {recipe.script.dataset_name} not loaded", "")]
+        return [Check(WARN, "data", f"{why}: {recipe.script.dataset_name} not loaded", "")]
     try:
         rows = data.load_training_rows(recipe.script, recipe.task, task)
     except UserError as err:
-        return [Finding(FAIL, "data", str(err), "fix the data or the column settings")]
+        return [Check(FAIL, "data", str(err), "fix the data or the column settings")]
     findings = [
-        Finding(OK, "data", f"{len(rows)} rows from {recipe.script.dataset_name}, columns valid")
+        Check(OK, "data", f"{len(rows)} rows from {recipe.script.dataset_name}, columns valid")
     ]
     try:
         tokenizer = load_tokenizer(recipe.model, recipe.training.trust_remote_code)
     except UserError as err:
-        return [*findings, Finding(WARN, "prompt lengths", f"tokenizer unavailable: {err}")]
+        return [*findings, Check(WARN, "prompt lengths", f"tokenizer unavailable: {err}")]
     sample = rows.select(range(min(rows_limit, len(rows))))
     conversations = data.to_conversations(sample, recipe.script, recipe.task, task)
     kwargs = recipe.training.chat_template_kwargs  # as TRL renders the prompts
@@ -845,38 +845,38 @@ def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list
     )
     fix = f"recommended max_prompt_tokens: {suggested} (keeps 99% of rows)"
     findings.append(
-        Finding(WARN if dropped > 0.05 * len(lengths) else OK, "prompt lengths", message, fix)
+        Check(WARN if dropped > 0.05 * len(lengths) else OK, "prompt lengths", message, fix)
     )
     return findings
 
 
-def check_disk(recipe) -> list[Finding]:
+def check_disk(recipe) -> list[Check]:
     output = Path(recipe.training.output_dir)
     existing = output if output.exists() else Path.cwd()
     free = shutil.disk_usage(existing).free
     if free < 20 * 1024**3:
         return [
-            Finding(
+            Check(
                 WARN,
                 "disk",
                 f"{_gib(free)} free for {output}",
                 "checkpoints of big models need tens of GiB",
             )
         ]
-    return [Finding(OK, "disk", f"{_gib(free)} free for {output}")]
+    return [Check(OK, "disk", f"{_gib(free)} free for {output}")]
 
 
 def parse_args(argv: Sequence[str] | None):
     parser = argparse.ArgumentParser(
         prog="grpo doctor",
-        description="Preflight checks; other arguments are recipe overrides, as for train.",
+        description="Environment checks; other arguments are recipe overrides, as for train.",
     )
     parser.add_argument("--offline", action="store_true", help="skip checks that need the network")
     parser.add_argument("--rows", type=int, default=2000, help="rows measured for prompt lengths")
     return parser.parse_known_args(argv)
 
 
-def diagnose(argv: Sequence[str] | None = None) -> list[Finding]:
+def diagnose(argv: Sequence[str] | None = None) -> list[Check]:
     import torch
 
     from ..recipe import parse_recipe
@@ -893,8 +893,8 @@ def diagnose(argv: Sequence[str] | None = None) -> list[Finding]:
         # Without a GPU, read the recipe as it is (a GPU recipe parses here) and check it.
         recipe = parse_recipe(recipe_args, read_only=not cuda)
     except UserError as err:
-        return [*findings, Finding(FAIL, "recipe", str(err), "fix configs/grpo.yaml")]
-    findings.append(Finding(OK, "recipe", "recipe parses against the installed TRL"))
+        return [*findings, Check(FAIL, "recipe", str(err), "fix configs/grpo.yaml")]
+    findings.append(Check(OK, "recipe", "recipe parses against the installed TRL"))
     cpu_requested = cpu_requested or recipe.script.smoke  # --smoke, --trial, --smoke-distributed
     ensure_offline_model(recipe)  # --smoke: the tiny model, built on first use
     nvidia = probe_nvidia()
@@ -914,7 +914,7 @@ def diagnose(argv: Sequence[str] | None = None) -> list[Finding]:
     return findings
 
 
-def show(findings: list[Finding], title: str = "doctor") -> None:
+def show(findings: list[Check], title: str = "doctor") -> None:
     from rich.console import Console
     from rich.table import Table
 

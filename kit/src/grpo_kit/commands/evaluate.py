@@ -38,7 +38,6 @@ from ..generation import (
     Decoding,
     add_decoding_options,
     decoding_from,
-    generate,
     load_model_for_inference,
     load_tokenizer_for,
     origin_of,
@@ -49,6 +48,7 @@ from ..project import Project
 from ..project import load as load_project
 from ..recipe import add_recipe_options, recipe_from
 from ..runner import run
+from ..sampling import decoding_settings, training_settings
 
 logger = logging.getLogger(__name__)
 
@@ -159,6 +159,7 @@ def metric_functions(task, settings: dict):
     return [(label, bind(func, settings)) for label, func in task.metrics]
 
 
+ROLLOUT_SAMPLING = "the recipe's rollout sampling (temperature, top_p, top_k, generation_kwargs)"
 CALLS = "calls per episode"  # an agent task's extra figure (not a reward: no pass@K)
 
 
@@ -170,49 +171,37 @@ def pass_k_sampling(decoding: Decoding, recipe, model: str | None = None) -> Dec
         return decoding
     training = recipe.training
     rollouts = Decoding(
-        training.temperature, training.top_p, training.top_k or 0,
-        source="the recipe's rollout sampling (temperature, top_p, top_k)",
-    )  # fmt: skip
+        training.temperature, training.top_p, training.top_k or 0, source=ROLLOUT_SAMPLING
+    )
     own = Decoding.for_model(recipe.project, model)
     return rollouts if own.greedy else own
 
 
-def completions_for(model_path, rows, args, max_new_tokens: int, decoding, samples: int = 1):
-    """`samples` completions per row decoded as `decoding`, from the seed, with a progress bar."""
-    from rich.progress import track
+def completions_for(model_path, rows, args, settings: dict, samples: int = 1) -> list[list]:
+    """`samples` completions per row, generated with `settings` (sampling.py: a decoding's, or
+    the recipe's rollout sampling), from the seed, with a progress bar; an agent task's are
+    whole rollouts through the loop TRL trains with, its tools really called."""
     from transformers import set_seed
+
+    from .. import sampling
 
     tokenizer = load_tokenizer_for(Path(model_path))
     model = load_model_for_inference(Path(model_path))
     set_seed(args.seed)  # each model and pass starts from the same seed: reruns repeat
-    batches = [rows[i : i + args.batch_size] for i in range(0, len(rows), args.batch_size)]
-    outputs: list[list[str]] = []
-    what = "greedy" if decoding.greedy else f"{samples} sampled"
+    what = f"{samples} sampled" if settings.get("do_sample") else "greedy"
     label = f"{Path(str(model_path)).name}: {what}"
-    for batch in track(batches, description=label, transient=True):
-        conversations = [row["prompt"] for row in batch for _ in range(samples)]
-        if args.agent is not None:  # an agent task: whole rollouts, its tools really called
-            texts = agent_rollouts(model, tokenizer, batch, samples, args, max_new_tokens, decoding)
-        else:
-            texts = generate(
-                model, tokenizer, conversations, max_new_tokens, decoding, args.chat_template_kwargs
-            )
-        outputs += [texts[i : i + samples] for i in range(0, len(texts), samples)]
-    return outputs
-
-
-def agent_rollouts(model, tokenizer, batch, samples, args, max_new_tokens, decoding) -> list:
-    """`samples` rollouts per row through the agent loop TRL trains with (environments/
-    episodes.py), each on a fresh instance of the row's environment."""
-    from ..environments.episodes import run_episodes
-
-    factories, max_iterations = args.agent
-    rows = [row for row in batch for _ in range(samples)]
-    return run_episodes(
-        model, tokenizer, [row["prompt"] for row in rows],
-        [factories[row["environment"]]() for row in rows], rows, decoding, max_new_tokens,
-        max_iterations, args.chat_template_kwargs,
-    )  # fmt: skip
+    kwargs, size = args.chat_template_kwargs, args.batch_size
+    if args.agent is not None:
+        factories, max_iterations = args.agent
+        sampler = sampling.agent_sampler(
+            model, tokenizer, settings, rows, factories, max_iterations, kwargs,
+            batch_size=size, progress=label,
+        )  # fmt: skip
+    else:
+        sampler = sampling.transformers_sampler(
+            model, tokenizer, settings, kwargs, batch_size=size, progress=label
+        )
+    return [sampling.texts(group) for group in sampler([row["prompt"] for row in rows], samples)]
 
 
 def score(metrics, completions: list[str], rows: list[dict]) -> dict[str, list[float | None]]:
@@ -236,7 +225,8 @@ def at_top(func, values) -> float | None:
 def evaluate_model(model_path, rows, metrics, args, max_new_tokens) -> tuple[dict, list[dict]]:
     """Summary {metric: value} and one prediction per row; the format rewards' compliance goes
     to `args.format_results[model_path]`."""
-    decoded = completions_for(model_path, rows, args, max_new_tokens, args.decoding)
+    settings = decoding_settings(args.decoding, max_new_tokens)
+    decoded = completions_for(model_path, rows, args, settings)
     firsts = [c[0] for c in decoded]
     scores = score(metrics, firsts, rows)
     summary = {label: mean(values) for label, values in scores.items()}
@@ -260,9 +250,7 @@ def evaluate_model(model_path, rows, metrics, args, max_new_tokens) -> tuple[dic
     if args.pass_k > 1:
         label, func = metrics[0]
         top = func.reward_range.high if hasattr(func, "reward_range") else 1.0
-        sampled = completions_for(
-            model_path, rows, args, max_new_tokens, args.pass_k_decoding, args.pass_k
-        )
+        sampled = completions_for(model_path, rows, args, args.pass_k_settings, args.pass_k)
         solved = []
         for row, texts in zip(rows, sampled, strict=True):
             values = score([(label, func)], texts, [row] * len(texts))[label]
@@ -373,6 +361,11 @@ def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
     )
     logger.info("decoding: %s", decoding_note(args.decoding, args.seed, project))
     max_new_tokens = args.max_new_tokens or recipe.training.max_completion_length
+    args.pass_k_settings = (  # the recipe's rollout sampling is training's, whole (sampling.py)
+        training_settings(recipe, max_new_tokens=max_new_tokens)
+        if args.pass_k_decoding is not None and args.pass_k_decoding.source == ROLLOUT_SAMPLING
+        else decoding_settings(args.pass_k_decoding or args.decoding, max_new_tokens)
+    )
     settings = {**recipe.reward_settings(), "max_completion_length": max_new_tokens}
     metrics = metric_functions(task, settings)
     args.formats = format_functions(recipe)

@@ -13,7 +13,8 @@ open-r1 does offline (it keeps base pass rates 0.1-0.6; verifiers' rule of thumb
 80%+ too easy).
 
 It samples `--k` completions per training prompt from the recipe's base model, with the recipe's
-sampling settings (temperature, top_p, top_k, min_p, chat_template_kwargs), on vLLM when it is
+sampling settings (temperature, top_p, top_k, min_p, repetition_penalty, generation_kwargs,
+chat_template_kwargs: sampling.py, as the preflight samples), on vLLM when it is
 installed and a GPU is present, otherwise with transformers (an agent task samples whole
 rollouts through its tool loop, tools really run, with transformers). Each completion is scored
 with the task's correctness reward (its first metric); a completion passes at the top of the
@@ -35,13 +36,15 @@ import argparse
 import importlib.util
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
 from ..recipe import SMOKE_OUTPUT_DIR, Layer, add_recipe_options, recipe_from
 from ..runner import run
+from ..sampling import Sampler, texts, training_settings
+from ..stage_options import FILTER
 
 logger = logging.getLogger(__name__)
 
@@ -49,12 +52,8 @@ DEFAULT_OUTPUT = Path("outputs/filter")
 PASS_RATES = "pass_rates.jsonl"
 HISTOGRAM = "pass_rates.png"
 FILTERED = "train_filtered.jsonl"
-# Completions per prompt and the band of pass rates kept, by default (also a stage's `refilter`).
-DEFAULTS = {"k": 8, "min": 0.1, "max": 0.9}
+DEFAULTS = FILTER  # completions per prompt and the band kept, by default (stage_options.py)
 ROW = "_filter_row"  # the data row a prepared prompt came from (removed before scoring)
-
-# (conversations, k) -> k completions per conversation
-Sampler = Callable[[list[list[dict]], int], list[list[str]]]
 
 
 @dataclass(frozen=True)
@@ -151,19 +150,6 @@ def training_prompts(recipe, tokenizer, limit: int | None):
     return rows.remove_columns(ROW), prompts.remove_columns(ROW), origin
 
 
-def sampling_settings(recipe, args) -> dict:
-    """What training samples with (TRL's GRPOConfig fields), for the base model's pass rate."""
-    training = recipe.training
-    return {
-        "temperature": args.temperature or training.temperature,
-        "top_p": training.top_p,
-        "top_k": training.top_k or 0,
-        "min_p": training.min_p,
-        "repetition_penalty": training.repetition_penalty,
-        "max_new_tokens": args.max_new_tokens or training.max_completion_length,
-    }
-
-
 def use_vllm(engine: str) -> bool:
     if engine == "transformers":
         return False
@@ -178,139 +164,52 @@ def use_vllm(engine: str) -> bool:
     return available
 
 
-def transformers_sampler(recipe, tokenizer, settings: dict, batch_size: int) -> Sampler:
-    """k samples per prompt with transformers' generate, a progress bar over the batches."""
-    import torch
-    from rich.progress import track
-
-    from ..generation import load_model_for_inference, prompt_texts
-
-    model_args = recipe.model
-    model = load_model_for_inference(
-        Path(model_args.model_name_or_path), model_args.dtype or "auto"
-    )
-    sampling = {
-        "do_sample": True,
-        "temperature": settings["temperature"],
-        "top_p": settings["top_p"],
-        "top_k": settings["top_k"],
-        "min_p": settings["min_p"],
-        "repetition_penalty": settings["repetition_penalty"],
-        "max_new_tokens": settings["max_new_tokens"],
-    }
-    kwargs = recipe.training.chat_template_kwargs
-
-    def sample(conversations: list[list[dict]], k: int) -> list[list[str]]:
-        batches = [
-            conversations[i : i + batch_size] for i in range(0, len(conversations), batch_size)
-        ]
-        completions: list[list[str]] = []
-        for batch in track(batches, description=f"sampling {k} per prompt", transient=True):
-            texts = prompt_texts(tokenizer, batch, kwargs)
-            inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-            inputs = inputs.to(model.device)
-            with torch.inference_mode():
-                output = model.generate(
-                    **inputs,
-                    num_return_sequences=k,
-                    pad_token_id=tokenizer.pad_token_id,
-                    **sampling,
-                )
-            new = tokenizer.batch_decode(
-                output[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True
-            )
-            completions += [new[i : i + k] for i in range(0, len(new), k)]
-        return completions
-
-    return sample
-
-
-def agent_sampler(recipe, tokenizer, settings: dict, prompts) -> Sampler:
-    """An agent task: k whole rollouts per prompt through the loop TRL trains with
-    (environments/episodes.py; tools really run, each rollout on a fresh environment), sampled
-    with the recipe's temperature, top_p and top_k (transformers' generate)."""
-    from rich.progress import track
-
-    from ..environments.episodes import run_episodes
-    from ..generation import Decoding, load_model_for_inference
-
-    model_args = recipe.model
-    model = load_model_for_inference(
-        Path(model_args.model_name_or_path), model_args.dtype or "auto"
-    )
-    decoding = Decoding(settings["temperature"], settings["top_p"], settings["top_k"] or 0)
-    factories = recipe.project.task.environments(recipe.task)
-    cap = recipe.training.max_tool_calling_iterations
-    row_of = {json.dumps(row["prompt"]): row for row in prompts}
-
-    def sample(conversations: list[list[dict]], k: int) -> list[list]:
-        rollouts = []
-        for conversation in track(conversations, description=f"{k} rollouts per prompt"):
-            row = row_of[json.dumps(conversation)]
-            rollouts.append(
-                run_episodes(
-                    model,
-                    tokenizer,
-                    [conversation] * k,
-                    [factories[row["environment"]]() for _ in range(k)],
-                    [row] * k,
-                    decoding,
-                    settings["max_new_tokens"],
-                    cap,
-                    recipe.training.chat_template_kwargs,
-                )  # fmt: skip
-            )
-        return rollouts
-
-    return sample
-
-
-def vllm_sampler(recipe, tokenizer, settings: dict, gpu_memory_utilization: float) -> Sampler:
-    """k samples per prompt with vLLM (`n=k`); vLLM shows its own progress bar."""
-    from vllm import LLM, SamplingParams
-
-    from ..generation import prompt_texts
+def load_sampler(recipe, tokenizer, settings: dict, prompts, args) -> Sampler:
+    """The base model's sampler (sampling.py): an agent task's whole rollouts (tools really run),
+    else vLLM when it can run (--engine), else transformers' generate."""
+    from .. import sampling
+    from ..generation import load_model_for_inference
 
     model_args, training = recipe.model, recipe.training
-    llm = LLM(
-        model=model_args.model_name_or_path,
-        revision=model_args.model_revision,
-        dtype=model_args.dtype or "auto",
-        trust_remote_code=training.trust_remote_code,
-        max_model_len=recipe.script.max_prompt_tokens + settings["max_new_tokens"] + 8,
-        gpu_memory_utilization=gpu_memory_utilization,
-        seed=training.seed,
-        **({"quantization": "bitsandbytes"} if model_args.load_in_4bit else {}),
-    )
-    kwargs = training.chat_template_kwargs
+    kwargs, task = training.chat_template_kwargs, recipe.project.task
+    if task.environments is None and use_vllm(args.engine):
+        from vllm import LLM
 
-    def sample(conversations: list[list[dict]], k: int) -> list[list[str]]:
-        params = SamplingParams(
-            n=k,
-            temperature=settings["temperature"],
-            top_p=settings["top_p"],
-            top_k=settings["top_k"] if settings["top_k"] > 0 else -1,  # vLLM: -1 is "off"
-            min_p=settings["min_p"] or 0.0,
-            repetition_penalty=settings["repetition_penalty"],
-            max_tokens=settings["max_new_tokens"],
+        llm = LLM(
+            model=model_args.model_name_or_path,
+            revision=model_args.model_revision,
+            dtype=model_args.dtype or "auto",
+            trust_remote_code=training.trust_remote_code,
+            max_model_len=recipe.script.max_prompt_tokens + settings["max_new_tokens"] + 8,
+            gpu_memory_utilization=args.gpu_memory_utilization,
+            seed=training.seed,
+            **({"quantization": "bitsandbytes"} if model_args.load_in_4bit else {}),
         )
-        outputs = llm.generate(prompt_texts(tokenizer, conversations, kwargs), params)
-        return [[choice.text for choice in output.outputs] for output in outputs]
+        return sampling.vllm_sampler(llm, tokenizer, settings, kwargs)
+    model = load_model_for_inference(
+        Path(model_args.model_name_or_path), model_args.dtype or "auto"
+    )
+    if task.environments is not None:
+        return sampling.agent_sampler(
+            model, tokenizer, settings, list(prompts), task.environments(recipe.task),
+            training.max_tool_calling_iterations, kwargs, batch_size=1, progress="rollouts",
+        )  # fmt: skip
+    return sampling.transformers_sampler(
+        model, tokenizer, settings, kwargs, batch_size=args.batch_size, progress="sampling"
+    )
 
-    return sample
 
-
-def pass_rates(func, prompts, completions: list[list[str]], origin, low, high) -> list[PassRate]:
+def pass_rates(func, prompts, completions: list[list], origin, low, high) -> list[PassRate]:
     """Each prompt's pass rate: the share of its completions at the top of the reward's range."""
     from ..rewards import call_like_trl
 
     top = func.reward_range.high if hasattr(func, "reward_range") else 1.0
     found = []
-    for index, texts in enumerate(completions):
-        row = dict(prompts[index])
-        scores = call_like_trl(func, texts, [row] * len(texts))
+    for index, group in enumerate(completions):
+        row, answers = dict(prompts[index]), texts(group)
+        scores = call_like_trl(func, answers, [row] * len(answers))
         present = [s for s in scores if s is not None]
-        rate = sum(1 for s in present if s >= top - 1e-9) / len(texts)
+        rate = sum(1 for s in present if s >= top - 1e-9) / len(answers)
         mean = sum(present) / len(present) if present else None
         found.append(PassRate(origin[index], rate, mean, low - 1e-9 <= rate <= high + 1e-9))
     return found
@@ -376,7 +275,9 @@ def filter_prompts(
     out = args.output_dir or (
         SMOKE_OUTPUT_DIR / "filter" if recipe.script.smoke else DEFAULT_OUTPUT
     )
-    settings = sampling_settings(recipe, args)
+    settings = training_settings(
+        recipe, temperature=args.temperature, max_new_tokens=args.max_new_tokens
+    )
     reward_settings = {
         **recipe.reward_settings(),
         "max_completion_length": settings["max_new_tokens"],
@@ -389,12 +290,7 @@ def filter_prompts(
         from transformers import set_seed
 
         set_seed(recipe.training.seed)
-        if task.environments is not None:  # an agent task: whole rollouts, tools really run
-            sampler = agent_sampler(recipe, tokenizer, settings, prompts)
-        elif use_vllm(args.engine):
-            sampler = vllm_sampler(recipe, tokenizer, settings, args.gpu_memory_utilization)
-        else:
-            sampler = transformers_sampler(recipe, tokenizer, settings, args.batch_size)
+        sampler = load_sampler(recipe, tokenizer, settings, prompts, args)
     model = recipe.model.model_name_or_path
     logger.info(
         "sampling %d completions for each of %d prompts from %s", args.k, len(prompts), model

@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 
 def parse_args(argv: Sequence[str] | None):
-    from ..preflight import PROMPTS
+    from ..sampling import PREFLIGHT_PROMPTS as PROMPTS
 
     parser = argparse.ArgumentParser(
         prog="grpo preflight",

@@ -27,7 +27,7 @@ from ..callbacks.health import (
     HEALTH_LOG,
     TOOL_CALLS,
     TOOL_FAILURES,
-    Limits,
+    HealthLimits,
     assess,
     default_limits,
     fired,
@@ -200,7 +200,7 @@ def evaluation_summary(evaluated: list[dict], record: dict) -> str:
     return "\n".join(lines)
 
 
-def plot_tools(rows: list[dict], out: Path, limits: Limits) -> Path | None:
+def plot_tools(rows: list[dict], out: Path, limits: HealthLimits) -> Path | None:
     """Tool calls per rollout (with the max_tool_calling_iterations cap when the run set one)
     and the share of calls that failed (with its warning threshold); None for a run without
     tool metrics."""
@@ -231,7 +231,7 @@ def plot_tools(rows: list[dict], out: Path, limits: Limits) -> Path | None:
     return out / TOOL_PLOT
 
 
-def tool_summary(rows: list[dict], limits: Limits) -> str:
+def tool_summary(rows: list[dict], limits: HealthLimits) -> str:
     """A line or two on tool use: calls per rollout and failed calls, first and last."""
     steps, calls = series(rows, TOOL_CALLS)
     _, failed = series(rows, TOOL_FAILURES)
@@ -319,7 +319,7 @@ def non_finite_summary(rows: list[dict]) -> str:
     return "**NaN or infinite values in the logs**: " + "; ".join(parts) + "."
 
 
-def health_section(run_dir: Path, rows: list[dict], limits: Limits) -> str:
+def health_section(run_dir: Path, rows: list[dict], limits: HealthLimits) -> str:
     """The health table from health.jsonl; a run folder without one (a monitor older than the
     `started` event, or none) gets each check recomputed over its logs, labelled as such."""
     path = run_dir / HEALTH_LOG
@@ -341,7 +341,7 @@ def health_section(run_dir: Path, rows: list[dict], limits: Limits) -> str:
     return "\n\n".join([*([nan] if nan else []), *parts])
 
 
-def health_verdicts(rows: list[dict], limits: Limits) -> str:
+def health_verdicts(rows: list[dict], limits: HealthLimits) -> str:
     """Each check's verdict over the run, recomputed from the logs (for a run folder without
     health.jsonl): the steps where it fired (at most 200 prefixes)."""
     fired: dict[str, list[int]] = {}
@@ -434,7 +434,7 @@ def run_record(run_dir: Path) -> dict:
     return record if isinstance(record, dict) else {}
 
 
-def limits_for(run_dir: Path, task) -> Limits:
+def limits_for(run_dir: Path, task) -> HealthLimits:
     """The health thresholds the run used (from its run record), else the defaults."""
     import dataclasses
 

@@ -40,19 +40,19 @@ import logging
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from .. import data
 from ..errors import DataError, ModelError, UserError, hub_hint
 from ..merging import MergeCheckFailed
+from ..preferences import SAMPLE_PREFERENCES, RewardScriptArguments
 from ..runner import run
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_RECIPE = Path("configs/reward_model.yaml")
-SAMPLE_PREFERENCES = "data/sample_preferences.jsonl"  # a sample of pairs every project ships
 TINY_REWARD_MODEL_DIR = Path("outputs/tiny-reward-model")
 EVAL_FILE = "reward_eval.json"
 ADAPTER_DIR = "adapter"
@@ -77,70 +77,6 @@ SMOKE_REWARD_OVERRIDES: dict[str, object] = {
     "max_length": 1024,
     "logging_steps": 5,
 }
-
-
-@dataclass
-class RewardScriptArguments:
-    """Recipe fields of the reward-model command (everything that is not TRL's)."""
-
-    dataset_name: str = field(
-        default=SAMPLE_PREFERENCES,
-        metadata={"help": "Hub id, or a local .jsonl/.csv/.parquet file of pairs"},
-    )
-    dataset_config: str | None = field(default=None, metadata={"help": "Hub dataset configuration"})
-    dataset_train_split: str = field(
-        default="train", metadata={"help": "split to train on (Hub datasets)"}
-    )
-    dataset_test_split: str | None = field(
-        default=None,
-        metadata={
-            "help": "Hub split held out for the evaluation; null: hold out test_size of the pairs"
-        },
-    )
-    test_size: float = field(
-        default=0.2, metadata={"help": "share of the pairs held out without a test split"}
-    )
-    prompt_column: str | None = field(
-        default="prompt",
-        metadata={
-            "help": "the prompt (text or chat); null when chosen/rejected hold whole conversations"
-        },
-    )
-    chosen_column: str = field(
-        default="chosen", metadata={"help": "the better answer (text or assistant messages)"}
-    )
-    rejected_column: str = field(
-        default="rejected", metadata={"help": "the worse answer to the same prompt"}
-    )
-    margin_column: str | None = field(
-        default=None,
-        metadata={"help": "optional: how much better chosen is (TRL subtracts it in the loss)"},
-    )
-    system_prompt: str = field(
-        default="",
-        metadata={
-            "help": "as in configs/grpo.yaml: the reward model learns on the prompts GRPO scores"
-        },
-    )
-    as_chat: bool = field(
-        default=True,
-        metadata={"help": "text pairs become chats (system, user, assistant), as GRPO shows them"},
-    )
-    max_train_samples: int | None = field(
-        default=None, metadata={"help": "use only the first N training pairs (quick runs)"}
-    )
-    accuracy_target: float = field(
-        default=0.8,  # chosen scored above rejected on held-out pairs (the seed guide's target)
-        metadata={"help": "warn when fewer held-out pairs score chosen above rejected"},
-    )
-    resume: bool = field(
-        default=True,
-        metadata={"help": "resume from the last checkpoint in output_dir (--no-resume: fresh)"},
-    )
-    smoke: bool = field(
-        default=False,
-        metadata={"help": "offline smoke run: tiny reward model, sample pairs, CPU, few steps"},
-    )
 
 
 class RewardRecipe(NamedTuple):
@@ -220,34 +156,8 @@ def parse_reward_recipe(argv: Sequence[str] | None = None) -> RewardRecipe:
 # --- the pairs -------------------------------------------------------------------------------
 
 
-def _content_text(content) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # multimodal parts: [{"type": "text", "text": ...}, ...]
-        return " ".join(p.get("text") or "" for p in content if isinstance(p, dict))
-    return ""
-
-
 def _kind(value) -> str:
     return "chat" if isinstance(value, list) else "text"
-
-
-def _cell_problem(value) -> str | None:
-    """Why a prompt/chosen/rejected cell cannot be used (None if fine): text, or a chat."""
-    if value is None:
-        return "is empty (null)"
-    if isinstance(value, str):
-        return None if value.strip() else "is empty"
-    if isinstance(value, list):
-        if not value:
-            return "is an empty list of messages"
-        for number, message in enumerate(value, start=1):
-            if not isinstance(message, dict) or "role" not in message or "content" not in message:
-                return f"message {number} is not a mapping with 'role' and 'content'"
-            if not _content_text(message["content"]).strip():
-                return f"message {number} has empty content"
-        return None
-    return f"is {type(value).__name__}, expected text or a list of chat messages"
 
 
 def _same(a, b) -> bool:
@@ -271,7 +181,7 @@ def _row_problem(row: dict, script_args) -> str | None:
     columns = _columns(script_args)
     margin = columns.pop("margin_column", None)
     for column in columns.values():
-        problem = _cell_problem(row[column])
+        problem = data.cell_problem(row[column], text_or_chat=True)
         if problem:
             return f"column '{column}' {problem}"
     chosen, rejected = script_args.chosen_column, script_args.rejected_column
@@ -296,16 +206,9 @@ def _row_problem(row: dict, script_args) -> str | None:
 
 def check_pairs(rows, source: str, script_args) -> None:
     """Every pair usable by RewardTrainer, or one DataError naming the first bad row."""
-    if len(rows) == 0:
-        raise DataError(f"{source}: no rows")
-    available = list(rows.column_names)
-    for setting, column in _columns(script_args).items():
-        if column not in available:
-            extra = " (or prompt_column: null: no prompt column)" if setting[0] == "p" else ""
-            raise DataError(
-                f"{source}: column '{column}' not found (columns: {', '.join(available)}); set "
-                f"{setting} in {DEFAULT_RECIPE} or --{setting} on the command line{extra}"
-            )
+    columns = {column: setting for setting, column in _columns(script_args).items()}
+    hints = {"prompt_column": " (or prompt_column: null: no prompt column)"}
+    data.require_columns(rows, source, columns, str(DEFAULT_RECIPE), hints)
     first, count = None, 0
     for index, row in enumerate(rows):
         problem = _row_problem(row, script_args)
@@ -497,33 +400,11 @@ def evaluate_pairs(model, tokenizer, rows, max_length: int | None, batch_size: i
 # --- training -----------------------------------------------------------------------------------
 
 
-def _check_gpu_settings(model_args) -> None:
-    import importlib.util
-
-    import torch
-
-    quantized = model_args.load_in_4bit or model_args.load_in_8bit
-    if quantized and not torch.cuda.is_available():
-        raise ModelError(
-            "load_in_4bit/load_in_8bit need a CUDA GPU (bitsandbytes); set load_in_4bit: false "
-            f"in {DEFAULT_RECIPE}, or run with --smoke"
-        )
-    if quantized and importlib.util.find_spec("bitsandbytes") is None:
-        raise ModelError("4-bit weights need bitsandbytes: pip install -e '.[gpu]'")
-
-
 def _tokenizer(model_args, training_args, conversational: bool):
-    from transformers import AutoTokenizer
+    from ..tokenizer import open_tokenizer
 
     name = model_args.model_name_or_path
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(
-            name,
-            revision=model_args.model_revision,
-            trust_remote_code=training_args.trust_remote_code,
-        )
-    except (OSError, ValueError) as err:
-        raise ModelError(hub_hint(name, err)) from err
+    tokenizer = open_tokenizer(model_args, training_args.trust_remote_code)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if conversational and not tokenizer.chat_template and not training_args.chat_template_path:
@@ -538,18 +419,13 @@ def build_trainer(recipe: RewardRecipe, pairs: Pairs):
     """A ready `RewardTrainer` (the model is loaded by TRL from its name, as `trl reward` does)."""
     from trl import RewardTrainer, get_peft_config, get_quantization_config
 
+    from ..backends.transformers import check_gpu_packages, set_model_init_kwargs
+
     training_args, model_args = recipe.training, recipe.model
-    _check_gpu_settings(model_args)
+    check_gpu_packages(recipe, str(DEFAULT_RECIPE))
     conversational = isinstance(pairs.train[0]["chosen"], list)
     tokenizer = _tokenizer(model_args, training_args, conversational)
-    kwargs = {
-        "revision": model_args.model_revision,
-        "trust_remote_code": training_args.trust_remote_code,
-        "attn_implementation": model_args.attn_implementation,
-        "dtype": model_args.dtype,
-    }
-    kwargs.update(training_args.model_init_kwargs or {})
-    training_args.model_init_kwargs = kwargs
+    set_model_init_kwargs(model_args, training_args)  # TRL loads it as GRPO's backend does
     try:
         trainer = RewardTrainer(
             model=model_args.model_name_or_path,

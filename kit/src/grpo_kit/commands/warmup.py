@@ -34,12 +34,12 @@ from pathlib import Path
 from ..errors import UserError
 from ..recipe import Layer, parse_recipe
 from ..runner import run
+from ..stage_options import WARMUP
 
 logger = logging.getLogger(__name__)
 
-EXAMPLES = 32  # completions trained on by default ("a few dozen")
-EPOCHS = 3.0
-LEARNING_RATE = 5e-4  # LoRA SFT on a few dozen examples (SmolLM2-135M: the format in 18 steps)
+# The defaults (stage_options.py): completions trained on, epochs, learning rate.
+EXAMPLES, EPOCHS, LEARNING_RATE = WARMUP["examples"], WARMUP["epochs"], WARMUP["learning_rate"]
 EXAMPLES_FILE = "warmup.jsonl"
 SUFFIX = "-warmup"  # the default output folder: the recipe's output_dir + this
 

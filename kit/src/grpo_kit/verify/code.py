@@ -157,7 +157,7 @@ def extra_tests(value) -> list[str]:
     return [t for t in tests if t.strip()]
 
 
-def run_tests(
+def score_batch(
     completions: list[str], answer: list[str], limits: sandbox.Limits, **columns
 ) -> list[float]:
     """For each completion, the fraction of its row's tests that its last code block passes in
@@ -183,6 +183,11 @@ def run_tests(
     for i, run in zip(positions, sandbox.run_many(jobs, limits), strict=True):
         scores[i] = run.fraction
     return scores
+
+
+# Deprecated: the name before 0.3.0 (grpo-kit 0.2.0's code starter, rewards.py, imports it);
+# `sandbox.run_tests` runs one program, this scores a batch of completions.
+run_tests = score_batch
 
 
 def _compile_problem(code: str) -> str | None:

@@ -25,7 +25,7 @@ def code_correctness(
 ) -> list[float]:
     """Fraction of the row's tests (its hidden extra tests included) the completion's (last)
     code block passes; 0 without code."""
-    return code.run_tests(completions, answer, limits, **columns)
+    return code.score_batch(completions, answer, limits, **columns)
 
 
 @reward(low=0.0, high=1.0)
