@@ -34,7 +34,8 @@ __all__ = [
     "outside_blocks",
     "parse_tests",
     "program_for",
-    "run_tests",
+    "run_tests",  # the 0.2.0 name of score_batch, kept for projects that import it
+    "score_batch",
     "unimplemented",
 ]
 
