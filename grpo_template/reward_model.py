@@ -256,22 +256,18 @@ SCRIPT_FIELDS = (
     "chosen_column",
     "rejected_column",
     "margin_column",
-    "system_prompt",
     "as_chat",
     "accuracy_target",
 )
 
 
 def sections(grpo_plan: tuning.Plan, rm: RewardPlan, tracker: str) -> list[Section]:
-    task, tier, model = grpo_plan.task, rm.tier, rm.model
+    tier, model = rm.tier, rm.model
     from grpo_kit.preferences import RewardScriptArguments
 
     pairs = {e.key: e for e in kit_entries(RewardScriptArguments, SCRIPT_FIELDS)}
     pairs["dataset_name"] = Entry(
         "dataset_name", pairs["dataset_name"].value, pairs["dataset_name"].comment + " (a sample)"
-    )
-    pairs["system_prompt"] = Entry(
-        "system_prompt", task.system_prompt, pairs["system_prompt"].comment
     )
     data = Section(
         "preference pairs (grpo_kit.preferences.RewardScriptArguments)",
@@ -379,8 +375,8 @@ def header(grpo_plan: tuning.Plan, rm: RewardPlan) -> str:
         f"on the {rm.tier.name} tier, {grpo_plan.task.name} task, {grpo_plan.backend} backend.\n"
         "Train: make reward-model (grpo reward-model --config configs/reward_model.yaml), "
         "on one device;\n"
-        "then set reward_model: <output_dir> in configs/grpo.yaml or configs/local.yaml,\n"
-        "with one more weight at the end of reward_weights.\n"
+        "then set reward_model: <output_dir> in configs/local.yaml (its weight:\n"
+        "reward_model_weight). The system prompt is the task's (task.py).\n"
         "Every key is a field of grpo_kit's RewardScriptArguments, "
         "trl.RewardConfig or trl.ModelConfig;\n"
         "override any of them on the command line, e.g. --learning_rate 1e-5 --max_steps 100.\n"

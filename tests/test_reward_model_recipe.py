@@ -18,7 +18,8 @@ from grpo_template.answers import Answers
 
 SAMPLE_PREFERENCES = "data/sample_preferences.jsonl"  # in a generated project
 # Fields of the command that the rendered recipe leaves at their defaults.
-UNRENDERED_SCRIPT_FIELDS = {"max_train_samples", "resume", "smoke"}
+# system_prompt: task.py is its one home (the command reads it from the project).
+UNRENDERED_SCRIPT_FIELDS = {"max_train_samples", "resume", "smoke", "system_prompt"}
 
 
 def plans(combos):
@@ -181,20 +182,19 @@ def test_the_recipe_is_the_plan_explained_and_loads_into_the_installed_trl(
     assert model.load_in_4bit == (rm.mode == "qlora")
     if rm.use_peft:
         assert model.lora_task_type == "SEQ_CLS"  # PEFT keeps the score head trainable, saved
-    assert script.system_prompt == answers.task.system_prompt
+    assert "system_prompt" not in loaded  # task.py's (kit/tests/test_reward_model_training.py)
     assert script.dataset_name == SAMPLE_PREFERENCES
 
 
 def test_the_template_knows_the_commands_fields_and_their_defaults(command):
     """The recipe writes every field of the command, each default value as the dataclass has it
-    (one default per field; the system prompt is the task's)."""
+    (one default per field; the system prompt is task.py's, not written)."""
     fields = {f.name: f.default for f in dataclasses.fields(command.RewardScriptArguments)}
     assert set(reward_model.SCRIPT_FIELDS) == set(fields) - UNRENDERED_SCRIPT_FIELDS
     answers = Answers.from_context(VALID[0])
     written = reward_model.values(answers.plan, answers.tracker)
     for key in reward_model.SCRIPT_FIELDS:
-        if key != "system_prompt":
-            assert written[key] == fields[key], key
+        assert written[key] == fields[key], key
 
 
 THINK_ANSWER = re.compile(r"^<think>.+?</think><answer>.+?</answer>$", re.DOTALL)

@@ -24,7 +24,6 @@ test_size: 0.2
 prompt_column: prompt
 chosen_column: chosen
 rejected_column: rejected
-system_prompt: You solve math problems.
 as_chat: true
 accuracy_target: 0.8
 model_name_or_path: kit/test-model
@@ -83,6 +82,17 @@ def test_the_recipe_parses_with_the_installed_trl(reward_project):
         assert model.lora_task_type == "SEQ_CLS"
     smoke = parse_reward_recipe(["--config", RECIPE, "--smoke"]).model
     assert smoke.model_name_or_path == str(reward_model.TINY_REWARD_MODEL_DIR)
+
+
+def test_the_system_prompt_is_the_tasks_unless_the_recipe_sets_one(reward_project):
+    """task.py is the system prompt's one home: the reward model learns on the prompts GRPO
+    scores, without a copy in configs/reward_model.yaml (issue 37)."""
+    from grpo_kit.project import load
+
+    script = parse_reward_recipe(["--config", RECIPE, "--use_cpu", "true"])[0]
+    assert script.system_prompt == load().task.system_prompt
+    own = parse_reward_recipe(["--config", RECIPE, "--use_cpu", "true", "--system_prompt", "Hi"])
+    assert own[0].system_prompt == "Hi"
 
 
 def test_the_sample_pairs_pass_the_checks_and_become_chats():

@@ -52,7 +52,8 @@ class RewardScriptArguments:
     system_prompt: str = field(
         default="",
         metadata={
-            "help": "as in configs/grpo.yaml: the reward model learns on the prompts GRPO scores"
+            "help": "default: the task's (task.py): the reward model learns on the prompts GRPO "
+            "scores"
         },
     )
     as_chat: bool = field(

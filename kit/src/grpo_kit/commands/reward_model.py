@@ -28,7 +28,7 @@ as chats, so the reward model learns on the same text it will score.
 
 `--smoke` trains a tiny local reward model on the sample pairs on the CPU for a few steps
 (offline). Use the result in GRPO with `reward_model: <output_dir>` in configs/grpo.yaml (or
-configs/local.yaml) and one more weight at the end of `reward_weights`; `score_pairs` scores
+configs/local.yaml) and its weight in `reward_model_weight`; `score_pairs` scores
 completions with it outside training (the reward debug command uses it).
 """
 
@@ -117,8 +117,23 @@ def _recipe_file(path: Path) -> dict:
     return values or {}
 
 
+def task_layer() -> list[tuple[str, dict]]:
+    """The project's system prompt (task.py, its one home), under the recipe file: the reward
+    model learns on the prompts GRPO scores. None outside a project (`grpo reward-model` always
+    runs in one; a recipe read elsewhere keeps its own or the default)."""
+    from ..project import load as load_project
+    from ..recipe import task_source
+
+    try:
+        project = load_project()
+    except UserError:
+        return []
+    return [(task_source(project), {"system_prompt": project.task.system_prompt})]
+
+
 def parse_reward_recipe(argv: Sequence[str] | None = None) -> RewardRecipe:
-    """The typed reward-model recipe: the dataclasses' defaults, the recipe file
+    """The typed reward-model recipe: the dataclasses' defaults, the task's system prompt
+    (task.py), the recipe file
     (`configs/reward_model.yaml` unless `--config PATH`), the smoke layer (`--smoke`), then the
     command line (`--learning_rate 1e-5`, any field), each over the ones before it."""
     import argparse
@@ -134,7 +149,8 @@ def parse_reward_recipe(argv: Sequence[str] | None = None) -> RewardRecipe:
     smoke = smoke_overrides() if known.smoke else None  # before trl: it may load Unsloth
     parser = reward_parser()
     fields = {f.name for t in parser.dataclass_types for f in dataclasses.fields(t)}
-    layers = [(str(config), _recipe_file(config))] if config else []
+    layers = task_layer()
+    layers += [(str(config), _recipe_file(config))] if config else []
     if smoke is not None:
         layers.append(("--smoke", {k: v for k, v in smoke.items() if k in fields}))
     merged: dict[str, object] = {}
@@ -596,7 +612,7 @@ def train_reward_model(argv: Sequence[str] | None = None) -> dict:
     print_evaluation(evaluation, script_args.accuracy_target, path)
     print(
         f"use it in GRPO: reward_model: {output_dir} in configs/grpo.yaml (or configs/local.yaml),"
-        " and one more weight at the end of reward_weights",
+        " and its weight in reward_model_weight",
         flush=True,
     )
     return evaluation
