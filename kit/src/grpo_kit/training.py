@@ -421,8 +421,8 @@ def run(
             "offline run (--smoke/--trial): %s on the CPU for %d steps on %s, into %s; it proves "
             "the data, prompts and rewards run end to end, it does not train a useful model",
             recipe.model.model_name_or_path,
-            offline_data_note(recipe),
             training_args.max_steps,
+            offline_data_note(recipe),
             training_args.output_dir,
         )
     checkpoint = last_checkpoint(training_args.output_dir) if recipe.script.resume else None
