@@ -15,6 +15,15 @@ from .rows import LOCAL_FORMATS, is_local, load_rows, where  # noqa: F401 (re-ex
 
 logger = logging.getLogger(__name__)
 
+# Keyword arguments TRL 1.16's GRPOTrainer passes every reward itself (`_calculate_rewards`),
+# beside one list per data column: a column of the same name would be passed twice ("got
+# multiple values"). An agent task's rows also reach `environment.reset(self, **row)`, and TRL
+# passes its rewards the `environments`.
+REWARD_KEYWORDS = (
+    "prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric"
+)  # fmt: skip
+AGENT_KEYWORDS = ("self", "environments")
+
 
 def _cell_problem(value) -> str | None:
     """Why a cell cannot be used (None if fine): text, a number, a list of texts (e.g. unit
@@ -61,6 +70,27 @@ def validate_columns(
                 raise DataError(f"{where(source, index)}: column '{column}' {problem}")
 
 
+def reserved_columns(task) -> tuple[str, ...]:
+    """Column names a task's data may not keep: they collide with its rewards' keywords."""
+    return REWARD_KEYWORDS + (AGENT_KEYWORDS if task.environments is not None else ())
+
+
+def check_reserved_columns(rows, source: str, task, mapped: set[str]) -> None:
+    """Refuse a column named like a keyword TRL passes the rewards (see `REWARD_KEYWORDS`):
+    training would fail at its first step. A column the recipe maps (prompt_column,
+    answer_column, a task column) is set aside by `to_conversations` and may keep its name."""
+    reserved = set(reserved_columns(task))
+    clashing = [c for c in rows.column_names if c in reserved and c not in mapped]
+    if clashing:
+        names = ", ".join(f"'{c}'" for c in clashing)
+        raise DataError(
+            f"{source}: column {names} has a name TRL passes to every reward itself "
+            f"({', '.join(sorted(reserved))}), so training would stop with 'got multiple "
+            "values': rename the column in the data, or map it with prompt_column / "
+            "answer_column in configs/local.yaml if it holds the prompt or the answer"
+        )
+
+
 @dataclass(frozen=True)
 class PromptStats:
     """What length filtering did, for the log and the run record."""
@@ -87,7 +117,7 @@ def to_conversations(rows, script_args, task_args, task):
     rows = _label_names(rows, answer_column)
     extra_columns = _extra_columns(task_args, task)
     renames = {source: name for name, source in extra_columns.items() if source != name}
-    reserved = {"prompt", "answer", *renames.values()}
+    reserved = {"prompt", "answer", *renames.values(), *reserved_columns(task)}
     keep_aside = {c: f"source_{c}" for c in rows.column_names if c in reserved}
     rows = rows.rename_columns(keep_aside)  # the new columns replace these, with other types
     renames = {keep_aside.get(s, s): n for s, n in renames.items()}
@@ -194,6 +224,7 @@ def load_training_rows(script_args, task_args, task, split: str | None = None):
     }
     extra = {getattr(task_args, setting): setting for setting in task.columns(task_args).values()}
     validate_columns(rows, source, {**required, **extra}, frozenset(extra))
+    check_reserved_columns(rows, source, task, {*required, *extra})
     if script_args.max_train_samples is not None:
         rows = rows.select(range(min(script_args.max_train_samples, len(rows))))
     answer_column = script_args.answer_column
