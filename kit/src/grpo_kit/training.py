@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from . import backends, data, rewards
 from .errors import Interrupted, ModelError, UserError, hub_hint
 from .recipe import Layer, Recipe, parse_recipe
+from .text import guard_trl_sample_print
 
 logger = logging.getLogger(__name__)
 
@@ -371,6 +372,7 @@ def run(
     training_args = recipe.training
     configure_trackers(training_args)
     record = RunRecord(recipe, argv, main_process=training_args.process_index == 0)
+    guard_trl_sample_print()  # TRL's printed sample of completions: no terminal escapes
     if recipe.script.smoke:
         logger.info(
             "offline run (--smoke/--trial): %s on the CPU for %d steps, into %s; it proves the "
