@@ -244,3 +244,88 @@ def prepare(rows, tokenizer, script_args, task_args, task, chat_template_kwargs=
         chat_template_kwargs,
         row_tools(task_args, task),
     )
+
+
+# Gold answers the task cannot read (its correctness reward does not apply to their rows: a math
+# solution in prose, "...so the answer is 84."): above UNREADABLE_GOLD_SHARE of the rows doctor and
+# reward-debug name them (reward-debug fails); above MOST_GOLDS_UNREADABLE `grpo train` refuses,
+# unless the recipe sets allow_unreadable_golds: true (those rows then train on the other
+# rewards alone).
+UNREADABLE_GOLD_SHARE = 0.05
+MOST_GOLDS_UNREADABLE = 0.5
+NAMED_ROWS = 5  # rows named in a message
+GOLD_CHECK_ROWS = 1000  # the rows checked (the first ones): a share, not every row
+
+
+@dataclass(frozen=True)
+class UnreadableGolds:
+    """The rows whose gold answer the task's correctness reward cannot read."""
+
+    reward: str
+    rows: tuple[int, ...]  # indices into the rows checked
+    total: int
+    golds: tuple[str, ...]  # the first NAMED_ROWS rows' gold answers
+
+    @property
+    def share(self) -> float:
+        return len(self.rows) / self.total if self.total else 0.0
+
+    def describe(self, source: str) -> str:
+        """One line: how many, which rows (the first NAMED_ROWS, numbered from 1 as in
+        `where`), the first one's gold answer, and the fix."""
+        named = ", ".join(str(i + 1) for i in self.rows[:NAMED_ROWS])
+        more = f" and {len(self.rows) - NAMED_ROWS} more" if len(self.rows) > NAMED_ROWS else ""
+        return (
+            f"{source}: {len(self.rows)} of {self.total} gold answers ({self.share:.0%}) cannot "
+            f"be read by {self.reward} (rows {named}{more}; row {self.rows[0] + 1}: "
+            f"{_gold_excerpt(self.golds[0])}), so those rows get no correctness signal: write "
+            "the final answer where the task reads it (math: after '####', in \\boxed{}, or "
+            "alone)"
+        )
+
+
+def _gold_excerpt(gold: object, limit: int = 60) -> str:
+    text = " ".join(str(gold).split())
+    return repr(text if len(text) <= limit else "…" + text[-limit:])
+
+
+def unreadable_golds(conversations, recipe) -> UnreadableGolds | None:
+    """The rows (of `to_conversations` rows) whose gold answer the task cannot read: its
+    correctness reward, called as GRPOTrainer calls it on an empty completion, does not apply
+    (None) to them, whatever the completion. None when the task has no correctness reward."""
+    from . import rewards
+
+    task = recipe.project.task
+    if task.correctness is None or len(conversations) == 0:
+        return None
+    [func] = rewards.resolve([task.correctness], task.reward_table, recipe.reward_settings())
+    rows = [conversations[i] for i in range(len(conversations))]
+    values = rewards.call_like_trl(func, [""] * len(rows), rows)
+    unread = tuple(i for i, v in enumerate(values) if v is None)
+    golds = tuple(str(rows[i].get("answer", "")) for i in unread[:NAMED_ROWS])
+    return UnreadableGolds(task.correctness, unread, len(rows), golds)
+
+
+def gold_problem(conversations, recipe, source: str) -> tuple[bool, str] | None:
+    """(whether `grpo train` refuses, the message) when more than UNREADABLE_GOLD_SHARE of the
+    rows (the first GOLD_CHECK_ROWS) have gold answers the task cannot read; None otherwise.
+    Training refuses above MOST_GOLDS_UNREADABLE, unless the recipe allows it."""
+    checked = conversations.select(range(min(GOLD_CHECK_ROWS, len(conversations))))
+    found = unreadable_golds(checked, recipe)
+    if found is None or found.share <= UNREADABLE_GOLD_SHARE:
+        return None
+    if found.share > MOST_GOLDS_UNREADABLE and not recipe.script.allow_unreadable_golds:
+        allow = "; or set allow_unreadable_golds: true in configs/local.yaml to train anyway"
+        return True, found.describe(source) + allow
+    return False, found.describe(source)
+
+
+def refuse_unreadable_golds(conversations, recipe) -> None:
+    """`grpo train`'s check (`gold_problem`): refuse when most gold answers cannot be read,
+    warn when more than a few cannot."""
+    problem = gold_problem(conversations, recipe, recipe.script.dataset_name)
+    if problem is not None:
+        blocks, message = problem
+        if blocks:
+            raise DataError(message)
+        logger.warning("%s", message)

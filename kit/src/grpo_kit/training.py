@@ -78,6 +78,7 @@ def training_prompts(recipe: Recipe, tokenizer, record=None):
     rows, _, _ = split_rows(recipe)
     kwargs = recipe.training.chat_template_kwargs  # TRL renders the prompts with them too
     rows, stats = data.prepare(rows, tokenizer, recipe.script, recipe.task, task, kwargs)
+    data.refuse_unreadable_golds(rows, recipe)  # most gold answers unreadable: no signal
     logger.info("training on %d prompts (%d dropped as too long)", stats.kept, stats.dropped)
     if record is not None:
         record.start(recipe.script, rows, stats, recipe.reward_settings())

@@ -245,6 +245,9 @@ def debug(argv: Sequence[str] | None = None) -> bool:
     ok = report(score(recipe, rows, pairs), pairs, args.limit, ideal=args.completions is None)
     if not ok:
         raise UserError("an ideal completion did not reach the top of a reward's range (see NO)")
+    golds = data.gold_problem(rows, recipe, recipe.script.dataset_name)
+    if golds is not None:  # n/a rows are left out of the tables, so they looked fine
+        raise UserError(golds[1])
     return ok
 
 
