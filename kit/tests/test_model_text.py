@@ -3,6 +3,7 @@
 sequences (OSC 52 clipboard writes, clear-screen), newlines and tabs kept."""
 
 import io
+import json
 from contextlib import redirect_stdout
 
 import pyarrow as pa
@@ -82,3 +83,16 @@ def test_trls_printed_sample_of_completions_has_no_escape_sequences():
         )
     out = buffer.getvalue()
     assert "\x1b]52" not in out and "\x1b[2J" not in out and "q" in out
+
+
+def test_reward_debug_prints_given_completions_without_escape_sequences(
+    projects, monkeypatch, tmp_path, capsys
+):
+    from grpo_kit.commands import reward_debug
+
+    monkeypatch.chdir(projects("math"))
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps({"completion": f"<answer>18</answer> {HOSTILE}", "row": 0}) + "\n")
+    assert reward_debug.main(["--completions", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x9b" not in out and "<answer>18</answer>" in out
