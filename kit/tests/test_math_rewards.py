@@ -82,6 +82,8 @@ def test_every_gsm8k_gold_answer_as_boxed_gets_full_credit_and_a_wrong_number_no
         ("<answer>18%</answer>", "0.18", 0.0),
         ("<answer>0.18</answer>", "18\\%", 0.0),
         ("<answer>12.5%</answer>", "12.5", 1.0),
+        ("<answer>18\\%, 20\\%</answer>", "0.18, 0.2", 0.0),  # in a list too
+        ("<answer>18\\%, 20\\%</answer>", "18, 20", 1.0),
         # A relation answers only when each side is the gold answer.
         ("<answer>19 = 18</answer>", "#### 18", 0.0),
         ("<answer>2x = 18</answer>", "#### 18", 0.0),

@@ -297,15 +297,29 @@ def read_final(text: str, words: bool = True) -> tuple:
 
 
 def _percent_points(value):
-    """A percent as its number of percent (`18%` is 18: the module docstring's rule); math-verify
-    reads `X%` as X times an unevaluated 1/100, which it compares both ways."""
+    """A percent as its number of percent (`18%` is 18: the module docstring's rule), also in a
+    list, tuple or interval of percents; math-verify reads `X%` as X times an unevaluated 1/100,
+    which it compares both ways."""
     import sympy
 
-    if isinstance(value, sympy.Mul) and len(value.args) == 2:
-        number, scale = value.args
-        if scale == sympy.UnevaluatedExpr(sympy.Rational(1, 100)):
-            return number
+    if _is_percent(value):
+        return value.args[0]
+    if isinstance(value, sympy.Tuple | sympy.FiniteSet):
+        return type(value)(*(_percent_points(v) for v in value.args))
+    if isinstance(value, sympy.Interval) and _is_percent(value.start) and _is_percent(value.end):
+        start, end = value.start.args[0], value.end.args[0]
+        return sympy.Interval(start, end, value.left_open, value.right_open)
     return value
+
+
+def _is_percent(value) -> bool:
+    import sympy
+
+    return (
+        isinstance(value, sympy.Mul)
+        and len(value.args) == 2
+        and value.args[1] == sympy.UnevaluatedExpr(sympy.Rational(1, 100))
+    )
 
 
 def _undefined(value) -> bool:
