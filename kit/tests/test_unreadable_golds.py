@@ -69,3 +69,6 @@ def test_reward_debug_fails_on_unreadable_golds(math_recipe, tmp_path, capsys):
     assert reward_debug.main(["--data", recipe.script.dataset_name]) != 0
     out = capsys.readouterr()
     assert "7 of 8 gold answers" in out.out + out.err
+    allowed = ["--data", recipe.script.dataset_name, "--allow_unreadable_golds", "true"]
+    assert reward_debug.main(allowed) == 0  # a task whose correctness skips rows on purpose
+    assert "allowed by allow_unreadable_golds" in capsys.readouterr().out
