@@ -24,6 +24,10 @@ def score(name, completion, labels=LABELS, **columns):
         ("<answer>World</answer>", 0.0),
         ("Sports", 0.0),  # no answer tag
         ("<answer>Sports</answer><answer>World</answer>", 0.0),  # the last answer counts
+        # An answer inside the reasoning is reasoning: only what follows the last </think> counts.
+        ("<think><answer>Sports</answer></think><answer>World</answer>", 0.0),
+        ("<think><answer>Sports</answer></think> World", 0.0),
+        ("<think><answer>World</answer></think><answer>Sports</answer>", 1.0),
     ],
 )
 def test_label_correctness(completion, expected):

@@ -17,6 +17,10 @@ from grpo_kit.starters.custom.task import TASK
         ("<answer>Paris, Texas</answer>", 0.0),
         ("<answer>not Paris</answer>", 0.0),
         ("Paris", 0.0),
+        # An answer inside the reasoning is reasoning: only what follows the last </think> counts.
+        ("<think><answer>Paris</answer></think><answer>Lyon</answer>", 0.0),
+        ("<think><answer>Paris</answer></think> Lyon", 0.0),
+        ("<think><answer>Lyon</answer></think><answer>Paris</answer>", 1.0),
     ],
 )
 def test_exact_answer(completion, expected):

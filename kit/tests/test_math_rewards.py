@@ -71,6 +71,29 @@ def test_every_gsm8k_gold_answer_as_boxed_gets_full_credit_and_a_wrong_number_no
         ("<answer>18" + " \\;" * 400 + "</answer>", "#### 18", 0.0),  # over 1000 characters
         ("<answer>18</answer> then <answer>19</answer>", "#### 18", 0.0),
         ("<think>it is \\boxed{18}</think> no idea", "#### 18", 0.0),  # reasoning is not the answer
+        # An answer block inside the reasoning is reasoning too, whatever follows it.
+        ("<think><answer>18</answer></think> The answer is 19", "#### 18", 0.0),
+        ("<think><answer>19</answer></think> The answer is 18", "#### 18", 1.0),
+        ("<think><answer>18</answer></think><answer>19</answer>", "#### 18", 0.0),
+        # A percent is its number of percent, in the gold's own scale (verify/math.py's rule).
+        ("<answer>18%</answer>", "#### 18", 1.0),
+        ("<answer>18\\%</answer>", "18\\%", 1.0),
+        ("<answer>18 percent</answer>", "18\\%", 1.0),
+        ("<answer>18%</answer>", "0.18", 0.0),
+        ("<answer>0.18</answer>", "18\\%", 0.0),
+        ("<answer>12.5%</answer>", "12.5", 1.0),
+        ("<answer>18\\%, 20\\%</answer>", "0.18, 0.2", 0.0),  # in a list too
+        ("<answer>18\\%, 20\\%</answer>", "18, 20", 1.0),
+        # A relation answers only when each side is the gold answer.
+        ("<answer>19 = 18</answer>", "#### 18", 0.0),
+        ("<answer>2x = 18</answer>", "#### 18", 0.0),
+        ("<answer>x = 18</answer>", "#### 18", 1.0),  # an assignment
+        ("<answer>18 = 18</answer>", "#### 18", 1.0),
+        ("<answer>x = 3 \\cdot 6 = 18</answer>", "#### 18", 1.0),
+        ("<answer>x = 3 \\cdot 7 = 18</answer>", "#### 18", 0.0),
+        ("The answer is $19 = 18$.", "#### 18", 0.0),
+        ("<answer>x = 18</answer>", "x = 18", 1.0),
+        ("<answer>y = 18</answer>", "x = 18", 0.0),
     ],
 )
 def test_math_correctness_golden(completion, answer, expected):

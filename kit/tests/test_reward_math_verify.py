@@ -41,6 +41,10 @@ MALFORMED_GOLD = (
     "the gold answer is not valid LaTeX (an unclosed `\\\\boxed{` after a line break), so the "
     "row does not apply"
 )
+FALSE_RELATION = (
+    "a relation answers only when each side is the gold answer: Math-Verify reads the right side "
+    "of `\\frac{1}{2} = \\frac{10}{9}` alone, so `19 = 18` would earn credit for gold 18"
+)
 OTHER_SETTINGS = (
     "Math-Verify runs this case with other settings than its defaults (precision 2, "
     "allow_set_relation_comp, strict=False): the reward's settings are its defaults"
@@ -66,6 +70,7 @@ DIFFERENCES = {
     "test_strict.py::test_strict_variable_comparison[1]": (0.0, OTHER_SETTINGS),
     "test_numina_cases.py::test_numina_cases[24]": (None, MALFORMED_GOLD),
     "test_yujianll.py::test_string_extraction[9]": (0.0, WRONG_CREDIT),
+    "test_all.py::test_latex_notation[9]": (0.0, FALSE_RELATION),  # 1/2 $ = 10/9
 }
 
 
@@ -100,8 +105,8 @@ def test_documented_differences(case_id):
 
 
 def test_few_differences_each_for_a_reason():
-    """14 of the 265 cases Math-Verify runs with its default settings differ, for 5 reasons
+    """15 of the 265 cases Math-Verify runs with its default settings differ, for 6 reasons
     (before: 21 of 240 counted with TRL's and open-r1's cases, among them answers of several
     boxes, intervals, matrices, times, and valid LaTeX golds read as not applicable)."""
     ours = [case_id for case_id, (_, why) in DIFFERENCES.items() if why != OTHER_SETTINGS]
-    assert len(ours) == 14 and len({DIFFERENCES[c][1] for c in ours}) == 5
+    assert len(ours) == 15 and len({DIFFERENCES[c][1] for c in ours}) == 6

@@ -52,6 +52,17 @@ def test_the_answer_is_read_with_math_verify_for_python_rows():
     assert score(tool_answer_correctness, [answer("41")]) == 0.0
 
 
+def test_python_answers_earn_no_credit_for_a_percent_or_a_false_relation():
+    """The math task's rules hold in the final turn: `42%` is 42 (never 0.42), `41 = 42` is
+    false, `x = 42` assigns; an answer inside the turn's reasoning does not count."""
+    assert score(tool_answer_correctness, [answer("42%")]) == 1.0
+    assert score(tool_answer_correctness, [answer("42%")], answer="0.42") == 0.0
+    assert score(tool_answer_correctness, [answer("41 = 42")]) == 0.0
+    assert score(tool_answer_correctness, [answer("x = 42")]) == 1.0
+    hedged = {"role": "assistant", "content": "<think><answer>42</answer></think> 41"}
+    assert score(tool_answer_correctness, [hedged]) == 0.0
+
+
 def test_lookup_answers_and_labels_compare_as_normalised_text():
     assert score(tool_answer_correctness, [answer("**Supported**.")], answer="SUPPORTED",
                  environment="lookup") == 1.0  # fmt: skip

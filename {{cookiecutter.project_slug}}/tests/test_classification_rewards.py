@@ -24,6 +24,7 @@ def score(func, completion, **columns):
         ("<answer>Sports-ish</answer>", 0.0, 0.0, 1.0),  # a different label
         ("<answer>Sports</answer> done", 1.0, 1.0, 0.5),
         ("Sports", 0.0, 0.0, 0.0),  # no answer tag
+        ("<think><answer>Sports</answer></think> World", 0.0, 0.0, 0.5),  # reasoning: not it
     ],
 )
 def test_label_rewards(completion, correct, in_set, layout):

@@ -13,6 +13,7 @@ from {{ cookiecutter.package_name }} import rewards
         ("<answer> **paris**. </answer>", 1.0),  # case, spacing and emphasis ignored
         ("<answer>Lyon</answer>", 0.0),
         ("Paris", 0.0),  # no answer block
+        ("<think><answer>Paris</answer></think> Lyon", 0.0),  # an answer in the reasoning
     ],
 )
 def test_exact_answer(completion, expected):

@@ -46,6 +46,11 @@ def test_every_sample_gold_answer_gets_full_credit_and_a_wrong_number_none():
         ("<answer>The answer is 18</answer>", "#### 18", 0.0),  # only the answer in the block
         ("<answer>2^{10}</answer>", "2", 0.0),  # no leading number read off an expression
         ("<think>it is \\boxed{18}</think> no idea", "#### 18", 0.0),  # reasoning is not it
+        ("<think><answer>18</answer></think> The answer is 19", "#### 18", 0.0),  # nor in it
+        ("<answer>18%</answer>", "#### 18", 1.0),  # a percent in the gold's own scale
+        ("<answer>18%</answer>", "0.18", 0.0),  # never in another
+        ("<answer>19 = 18</answer>", "#### 18", 0.0),  # a relation: each side must be the answer
+        ("<answer>x = 18</answer>", "#### 18", 1.0),  # an assignment
         ("<answer>42</answer>", "forty two", None),  # a gold answer in words does not apply
     ],
 )

@@ -28,6 +28,8 @@ def test_the_answer_is_read_with_math_verify_for_python_rows():
     rollout = [call("run_python", code="print(6 * 7)"), result("42"), answer("42.0")]
     assert score(rewards.tool_answer_correctness, rollout) == 1.0
     assert score(rewards.tool_answer_correctness, [answer("41")]) == 0.0
+    assert score(rewards.tool_answer_correctness, [answer("41 = 42")]) == 0.0  # a false relation
+    assert score(rewards.tool_answer_correctness, [answer("42%")], answer="0.42") == 0.0
 
 
 def test_lookup_answers_and_labels_compare_as_normalised_text():

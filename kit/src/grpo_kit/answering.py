@@ -25,6 +25,7 @@ from .generation import add_decoding_options, chat, decoding_from
 from .project import load as load_project
 from .recipe import add_recipe_options, recipe_from
 from .task import message_text
+from .text import for_terminal
 
 __all__ = [
     "agent_answers",
@@ -213,7 +214,7 @@ def show(prompts: list[str], completions: list, output: Path | None) -> None:
         return
     for prompt, completion in zip(prompts, completions, strict=True):
         shown = transcript(completion) if isinstance(completion, list) else completion
-        print(f"### prompt\n{prompt}\n### completion\n{shown}\n")
+        print(for_terminal(f"### prompt\n{prompt}\n### completion\n{shown}\n"))
 
 
 def infer(argv: Sequence[str] | None = None) -> list:

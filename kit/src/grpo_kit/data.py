@@ -15,6 +15,15 @@ from .rows import LOCAL_FORMATS, is_local, load_rows, where  # noqa: F401 (re-ex
 
 logger = logging.getLogger(__name__)
 
+# Keyword arguments TRL 1.16's GRPOTrainer passes every reward itself (`_calculate_rewards`),
+# beside one list per data column: a column of the same name would be passed twice ("got
+# multiple values"). An agent task's rows also reach `environment.reset(self, **row)`, and TRL
+# passes its rewards the `environments`.
+REWARD_KEYWORDS = (
+    "prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric"
+)  # fmt: skip
+AGENT_KEYWORDS = ("self", "environments")
+
 
 def _content_text(content) -> str:
     """A message's text: its content, or the text parts of a multimodal content list."""
@@ -96,6 +105,27 @@ def validate_columns(
                 raise DataError(f"{where(source, index)}: column '{column}' {problem}")
 
 
+def reserved_columns(task) -> tuple[str, ...]:
+    """Column names a task's data may not keep: they collide with its rewards' keywords."""
+    return REWARD_KEYWORDS + (AGENT_KEYWORDS if task.environments is not None else ())
+
+
+def check_reserved_columns(rows, source: str, task, mapped: set[str]) -> None:
+    """Refuse a column named like a keyword TRL passes the rewards (see `REWARD_KEYWORDS`):
+    training would fail at its first step. A column the recipe maps (prompt_column,
+    answer_column, a task column) is set aside by `to_conversations` and may keep its name."""
+    reserved = set(reserved_columns(task))
+    clashing = [c for c in rows.column_names if c in reserved and c not in mapped]
+    if clashing:
+        names = ", ".join(f"'{c}'" for c in clashing)
+        raise DataError(
+            f"{source}: column {names} has a name TRL passes to every reward itself "
+            f"({', '.join(sorted(reserved))}), so training would stop with 'got multiple "
+            "values': rename the column in the data, or map it with prompt_column / "
+            "answer_column in configs/local.yaml if it holds the prompt or the answer"
+        )
+
+
 @dataclass(frozen=True)
 class PromptStats:
     """What length filtering did, for the log and the run record."""
@@ -122,7 +152,7 @@ def to_conversations(rows, script_args, task_args, task):
     rows = _label_names(rows, answer_column)
     extra_columns = _extra_columns(task_args, task)
     renames = {source: name for name, source in extra_columns.items() if source != name}
-    reserved = {"prompt", "answer", *renames.values()}
+    reserved = {"prompt", "answer", *renames.values(), *reserved_columns(task)}
     keep_aside = {c: f"source_{c}" for c in rows.column_names if c in reserved}
     rows = rows.rename_columns(keep_aside)  # the new columns replace these, with other types
     renames = {keep_aside.get(s, s): n for s, n in renames.items()}
@@ -229,6 +259,7 @@ def load_training_rows(script_args, task_args, task, split: str | None = None):
     }
     extra = {getattr(task_args, setting): setting for setting in task.columns(task_args).values()}
     validate_columns(rows, source, {**required, **extra}, frozenset(extra))
+    check_reserved_columns(rows, source, task, {*required, *extra})
     if script_args.max_train_samples is not None:
         rows = rows.select(range(min(script_args.max_train_samples, len(rows))))
     answer_column = script_args.answer_column
@@ -248,3 +279,88 @@ def prepare(rows, tokenizer, script_args, task_args, task, chat_template_kwargs=
         chat_template_kwargs,
         row_tools(task_args, task),
     )
+
+
+# Gold answers the task cannot read (its correctness reward does not apply to their rows: a math
+# solution in prose, "...so the answer is 84."): above UNREADABLE_GOLD_SHARE of the rows doctor and
+# reward-debug name them (reward-debug fails); above MOST_GOLDS_UNREADABLE `grpo train` refuses,
+# unless the recipe sets allow_unreadable_golds: true (those rows then train on the other
+# rewards alone).
+UNREADABLE_GOLD_SHARE = 0.05
+MOST_GOLDS_UNREADABLE = 0.5
+NAMED_ROWS = 5  # rows named in a message
+GOLD_CHECK_ROWS = 1000  # the rows checked (the first ones): a share, not every row
+
+
+@dataclass(frozen=True)
+class UnreadableGolds:
+    """The rows whose gold answer the task's correctness reward cannot read."""
+
+    reward: str
+    rows: tuple[int, ...]  # indices into the rows checked
+    total: int
+    golds: tuple[str, ...]  # the first NAMED_ROWS rows' gold answers
+
+    @property
+    def share(self) -> float:
+        return len(self.rows) / self.total if self.total else 0.0
+
+    def describe(self, source: str) -> str:
+        """One line: how many, which rows (the first NAMED_ROWS, numbered from 1 as in
+        `where`), the first one's gold answer, and the fix."""
+        named = ", ".join(str(i + 1) for i in self.rows[:NAMED_ROWS])
+        more = f" and {len(self.rows) - NAMED_ROWS} more" if len(self.rows) > NAMED_ROWS else ""
+        return (
+            f"{source}: {len(self.rows)} of {self.total} gold answers ({self.share:.0%}) cannot "
+            f"be read by {self.reward} (rows {named}{more}; row {self.rows[0] + 1}: "
+            f"{_gold_excerpt(self.golds[0])}), so those rows get no correctness signal: write "
+            "the final answer where the task reads it (math: after '####', in \\boxed{}, or "
+            "alone)"
+        )
+
+
+def _gold_excerpt(gold: object, limit: int = 60) -> str:
+    text = " ".join(str(gold).split())
+    return repr(text if len(text) <= limit else "…" + text[-limit:])
+
+
+def unreadable_golds(conversations, recipe) -> UnreadableGolds | None:
+    """The rows (of `to_conversations` rows) whose gold answer the task cannot read: its
+    correctness reward, called as GRPOTrainer calls it on an empty completion, does not apply
+    (None) to them, whatever the completion. None when the task has no correctness reward."""
+    from . import rewards
+
+    task = recipe.project.task
+    if task.correctness is None or len(conversations) == 0:
+        return None
+    [func] = rewards.resolve([task.correctness], task.reward_table, recipe.reward_settings())
+    rows = [conversations[i] for i in range(len(conversations))]
+    values = rewards.call_like_trl(func, [""] * len(rows), rows)
+    unread = tuple(i for i, v in enumerate(values) if v is None)
+    golds = tuple(str(rows[i].get("answer", "")) for i in unread[:NAMED_ROWS])
+    return UnreadableGolds(task.correctness, unread, len(rows), golds)
+
+
+def gold_problem(conversations, recipe, source: str) -> tuple[bool, str] | None:
+    """(whether `grpo train` refuses, the message) when more than UNREADABLE_GOLD_SHARE of the
+    rows (the first GOLD_CHECK_ROWS) have gold answers the task cannot read; None otherwise.
+    Training refuses above MOST_GOLDS_UNREADABLE, unless the recipe allows it."""
+    checked = conversations.select(range(min(GOLD_CHECK_ROWS, len(conversations))))
+    found = unreadable_golds(checked, recipe)
+    if found is None or found.share <= UNREADABLE_GOLD_SHARE:
+        return None
+    if found.share > MOST_GOLDS_UNREADABLE and not recipe.script.allow_unreadable_golds:
+        allow = "; or set allow_unreadable_golds: true in configs/local.yaml to train anyway"
+        return True, found.describe(source) + allow
+    return False, found.describe(source)
+
+
+def refuse_unreadable_golds(conversations, recipe) -> None:
+    """`grpo train`'s check (`gold_problem`): refuse when most gold answers cannot be read,
+    warn when more than a few cannot."""
+    problem = gold_problem(conversations, recipe, recipe.script.dataset_name)
+    if problem is not None:
+        blocks, message = problem
+        if blocks:
+            raise DataError(message)
+        logger.warning("%s", message)

@@ -211,6 +211,13 @@ class ScriptArguments:
         default=True,
         metadata={"help": "Resume from the last checkpoint in output_dir (--no-resume: fresh)."},
     )
+    allow_unreadable_golds: bool = field(
+        default=False,
+        metadata={
+            "help": "Train although most gold answers cannot be read by the task's correctness "
+            "reward (data.refuse_unreadable_golds; those rows get no correctness signal)."
+        },
+    )
     smoke: bool = field(
         default=False,
         metadata={

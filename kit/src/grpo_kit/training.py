@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from . import backends, data, rewards
 from .errors import Interrupted, ModelError, UserError, hub_hint
 from .recipe import Layer, Recipe, offline_data_note, parse_recipe
+from .text import guard_trl_sample_print
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +114,7 @@ def training_prompts(recipe: Recipe, tokenizer, record=None):
     rows, _, _ = split_rows(recipe)
     kwargs = recipe.training.chat_template_kwargs  # TRL renders the prompts with them too
     rows, stats = data.prepare(rows, tokenizer, recipe.script, recipe.task, task, kwargs)
+    data.refuse_unreadable_golds(rows, recipe)  # most gold answers unreadable: no signal
     logger.info("training on %d prompts (%d dropped as too long)", stats.kept, stats.dropped)
     if record is not None:
         record.start(recipe.script, rows, stats, recipe.reward_settings())
@@ -416,6 +418,7 @@ def run(
     training_args = recipe.training
     configure_trackers(training_args)
     record = RunRecord(recipe, argv, main_process=training_args.process_index == 0)
+    guard_trl_sample_print()  # TRL's printed sample of completions: no terminal escapes
     if recipe.script.smoke:
         logger.info(
             "offline run (--smoke/--trial): %s on the CPU for %d steps on %s, into %s; it proves "

@@ -827,6 +827,10 @@ def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list
     findings = [
         Check(OK, "data", f"{len(rows)} rows from {recipe.script.dataset_name}, columns valid")
     ]
+    checked = rows.select(range(min(data.GOLD_CHECK_ROWS, len(rows))))
+    conversations = data.to_conversations(checked, recipe.script, recipe.task, task)
+    if golds := data.gold_problem(conversations, recipe, recipe.script.dataset_name):
+        findings.append(Check(FAIL if golds[0] else WARN, "gold answers", golds[1]))
     try:
         tokenizer = load_tokenizer(recipe.model, recipe.training.trust_remote_code)
     except UserError as err:

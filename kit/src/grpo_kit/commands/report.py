@@ -41,6 +41,7 @@ from ..callbacks.run_record import RECORD
 from ..errors import UserError
 from ..recipe import ScriptArguments, add_recipe_options, recipe_from
 from ..runner import run
+from ..text import markdown_code
 
 # (file name, title, [(metric key, label)])
 PLOTS = (
@@ -416,8 +417,9 @@ def completions_summary(run_dir: Path, names: list[str], recipe: dict | None = N
         parts.append(f"### step {step}\n")
         for label, row in (("best", ranked[-1]), ("worst", ranked[0])):
             scores = ", ".join(f"{c} {row[c]:.3g}" for c in columns if row.get(c) is not None)
-            parts.append(f"- **{label}** ({scores}): prompt: {_text(row.get('prompt'), 160)}")
-            parts.append(f"  completion: {_text(row.get('completion'))}")
+            prompt = markdown_code(_text(row.get("prompt"), 160))
+            parts.append(f"- **{label}** ({scores}): prompt: {prompt}")
+            parts.append(f"  completion: {markdown_code(_text(row.get('completion')))}")
         parts.append("")
     return "\n".join(parts)
 

@@ -32,6 +32,7 @@ from ..errors import UserError
 from ..project import load as load_project
 from ..recipe import DEFAULT_RECIPE, SMOKE_OVERRIDES, parse_recipe
 from ..runner import run
+from ..text import for_terminal
 
 
 @dataclass(frozen=True)
@@ -159,12 +160,14 @@ def print_transcripts(rows, pairs) -> None:
             elif content:
                 lines.append(f"[bold]assistant[/bold]: {content}")
         title = f"rollout of row {index} (environment {environment})"
-        console.print(Panel("\n".join(lines), title=title, expand=False), markup=True)
+        shown_text = for_terminal("\n".join(lines))  # no terminal escapes from model text
+        console.print(Panel(shown_text, title=title, expand=False), markup=True)
 
 
 def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
     """Print the tables; True when (for ideal completions) every reward reached its top."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
@@ -176,7 +179,7 @@ def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
         table.add_column("completion")
         for (row, completion), value in list(zip(pairs, result.values, strict=True))[:limit]:
             shown = "n/a" if value is None else f"{value:.3f}"
-            table.add_row(str(row), shown, one_line(completion)[:90])
+            table.add_row(str(row), shown, escape(for_terminal(one_line(completion))[:90]))
         console.print(table)
     summary = Table(title="summary")
     for column in ("reward", "range", "min", "mean", "max", "n/a", "ideal at top"):
@@ -245,6 +248,12 @@ def debug(argv: Sequence[str] | None = None) -> bool:
     ok = report(score(recipe, rows, pairs), pairs, args.limit, ideal=args.completions is None)
     if not ok:
         raise UserError("an ideal completion did not reach the top of a reward's range (see NO)")
+    golds = data.gold_problem(rows, recipe, recipe.script.dataset_name)
+    if golds is not None:  # n/a rows are left out of the tables, so they looked fine
+        if not recipe.script.allow_unreadable_golds:
+            allow = "; allow_unreadable_golds: true if they are meant to be"
+            raise UserError(golds[1] if golds[0] else golds[1] + allow)
+        print(f"reward-debug: {golds[1]} (allowed by allow_unreadable_golds)", flush=True)
     return ok
 
 

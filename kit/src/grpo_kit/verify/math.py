@@ -18,6 +18,17 @@ An answer is read whole, never in part, the same way in the gold answer and in t
 - anything else reads as nothing: words outside `\\text{}` ("the answer is 18", "forty two"
   as a gold answer), two answers apart, more than 1000 characters.
 
+What equals the gold answer (math-verify's `verify`, with two rules of the kit's own, so that one
+answer never earns credit for two readings):
+- a percent is its number of percent, in the gold's own scale: `18%`, `18\\%` and `18 percent`
+  equal a gold `18%` and a gold `18` (GSM8K writes the gold of a "what percent" question without
+  the sign), never a gold `0.18`; a gold `18%` is not `0.18` either (math-verify reads `18%` as
+  both 18 and 0.18);
+- a relation answers only when each of its sides is the gold answer: for a gold that is not an
+  equation, `x = 18` (an assignment: a left side of symbols only) and `18 = 18` or
+  `x = 3 \\cdot 6 = 18` are 18, `19 = 18` and `2x = 18` are not (math-verify reads the right
+  side alone, crediting a false equation).
+
 Where the answer is:
 - in the completion, the last `<answer>` block, the whole block. Without one, after the
   reasoning (`</think>`), only an answer the completion marks as one: what follows "final answer
@@ -40,8 +51,8 @@ would keep sympy busy for minutes); past it the completion scores its low value 
 (TRL metric `rewards/<name>/timeouts`, a warning).
 
 Where this differs from Math-Verify's own test tables, and why: the kit's
-tests/test_reward_math_verify.py (14 of 265 cases: decimal commas, numbers in running text,
-a wrong answer Math-Verify credits, and golds that are not valid LaTeX).
+tests/test_reward_math_verify.py (15 of 265 cases: decimal commas, numbers in running text,
+a wrong answer and a false relation Math-Verify credits, and golds that are not valid LaTeX).
 """
 
 from __future__ import annotations
@@ -53,7 +64,7 @@ import re
 from typing import NamedTuple
 
 from ..rewards.base import RewardTimeout, time_budget
-from .text import extract_answer, tail
+from .text import after_reasoning, extract_answer, tail
 
 __all__ = [
     "BUDGET_S",
@@ -77,7 +88,6 @@ BOX_GAP, BOX_SEPARATED_GAP = 10, 70  # boxes read together (Math-Verify's rule)
 ANCHOR_TRIES = 16  # "answer" marks tried, from the last, for an answer after one
 ANSWER_WINDOW = 50  # characters after a mark in which its answer starts (Math-Verify's)
 FINAL_ANSWER = "final answer is"
-THINK_CLOSE = "</think>"
 
 
 @functools.cache
@@ -286,15 +296,42 @@ def read_final(text: str, words: bool = True) -> tuple:
         canonical = f"{number['sign']}{number['digits']}{'%' if number['percent'] else ''}"
         parse, _, _, as_number = _math_verify()
         read = parse(canonical, as_number, fallback_mode="no_fallback", parsing_timeout=None)
-        return (*read[:1], Text(latex_key(canonical)))
+        return (*map(_percent_points, read[:1]), Text(latex_key(canonical)))
     if words and _WORDS_RE.fullmatch(text):
         text = "\\text{" + text + "}"
     text = _UPRIGHT_LETTER_RE.sub(r"\1", text)
     parse, _, as_latex, _ = _math_verify()
     read = parse(f"$${text}$$", as_latex, parsing_timeout=None)
     if len(read) == 2 and not isinstance(read[0], str) and not _undefined(read[0]):
-        return () if is_prose(str(read[1])) else (read[0], Text(latex_key(text)))
+        value = _percent_points(read[0])
+        return () if is_prose(str(read[1])) else (value, Text(latex_key(text)))
     return () if is_prose(text) else (Text(latex_key(text)),)
+
+
+def _percent_points(value):
+    """A percent as its number of percent (`18%` is 18: the module docstring's rule), also in a
+    list, tuple or interval of percents; math-verify reads `X%` as X times an unevaluated 1/100,
+    which it compares both ways."""
+    import sympy
+
+    if _is_percent(value):
+        return value.args[0]
+    if isinstance(value, sympy.Tuple | sympy.FiniteSet):
+        return type(value)(*(_percent_points(v) for v in value.args))
+    if isinstance(value, sympy.Interval) and _is_percent(value.start) and _is_percent(value.end):
+        start, end = value.start.args[0], value.end.args[0]
+        return sympy.Interval(start, end, value.left_open, value.right_open)
+    return value
+
+
+def _is_percent(value) -> bool:
+    import sympy
+
+    return (
+        isinstance(value, sympy.Mul)
+        and len(value.args) == 2
+        and value.args[1] == sympy.UnevaluatedExpr(sympy.Rational(1, 100))
+    )
 
 
 def _undefined(value) -> bool:
@@ -312,9 +349,7 @@ def read_free_text(text: str, completion: bool = True) -> tuple:
     """The answer a text without an `<answer>` block marks as its answer (see the module
     docstring), read with `read_final`. Reasoning (up to `</think>`) is not the answer. A gold
     field (`completion` False) is read only after a mark, as LaTeX."""
-    reasoning_end = text.rfind(THINK_CLOSE)
-    if reasoning_end != -1:
-        text = text[reasoning_end + len(THINK_CLOSE) :]
+    text = after_reasoning(text)
     final = _marked(text, _FINAL_ANSWER_RE, completion)
     group = _last_group(text, _boxes(text))
     if group and (final is None or group[-1].start > final[0]):
@@ -481,4 +516,32 @@ def equal(gold: tuple, predicted: tuple) -> bool:
     if not gold_values:
         return any(isinstance(v, Text) and v == gold[-1] for v in predicted)
     values = [v for v in predicted if not isinstance(v, Text)]
-    return bool(values) and bool(_math_verify()[1](gold_values, values, timeout_seconds=None))
+    if not values:
+        return False
+    verify = _math_verify()[1]
+    if not any(_is_equation(v) for v in gold_values):
+        sides = [s for v in values for s in (_sides(v) if _is_equation(v) else [v])]
+        return bool(sides) and all(verify(gold_values, [s], timeout_seconds=None) for s in sides)
+    return bool(verify(gold_values, values, timeout_seconds=None))
+
+
+def _is_equation(value) -> bool:
+    """An equation, or a chain of them (`x = 3 + 15 = 18` reads as several joined by And)."""
+    import sympy
+
+    if isinstance(value, sympy.And):
+        return bool(value.args) and all(isinstance(a, sympy.Eq) for a in value.args)
+    return isinstance(value, sympy.Eq)
+
+
+def _sides(value) -> list:
+    """The sides of an equation (or chain) that must each be the gold answer: all of them but a
+    left side of symbols only (`x = 18` assigns; `19 = 18` and `2x = 18` do not)."""
+    import sympy
+    from latex2sympy2_extended.latex2sympy2 import is_expr_of_only_symbols
+
+    chain = list(getattr(value, "_unsorted_args", None) or value.args)
+    if isinstance(value, sympy.Eq):
+        chain = [value]
+    sides = [chain[0].lhs, *(eq.rhs for eq in chain)]
+    return sides[1:] if is_expr_of_only_symbols(sides[0]) else sides

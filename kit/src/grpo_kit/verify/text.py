@@ -15,13 +15,24 @@ __all__ = [
 ]
 
 ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
+THINK_CLOSE = "</think>"
+
+
+def after_reasoning(text: str) -> str:
+    """The text after its last `</think>` (all of it without one): reasoning is not the answer,
+    so an answer written inside `<think>` is never read when the reasoning is closed."""
+    end = text.rfind(THINK_CLOSE)
+    return text if end == -1 else text[end + len(THINK_CLOSE) :]
 
 
 def extract_answer(text: str) -> str | None:
-    """Content of the last `<answer>...</answer>` block, stripped; `None` when there is none.
+    """Content of the last `<answer>...</answer>` block after the reasoning (`after_reasoning`),
+    stripped; `None` when there is none.
 
     The block is the last `<answer>` that a `</answer>` follows, up to the first `</answer>`
-    after it, so stray or nested tags around it do not leak into the answer."""
+    after it, so stray or nested tags around it do not leak into the answer. A block inside
+    `<think>` is reasoning: `<think><answer>A</answer></think> B` has no answer block."""
+    text = after_reasoning(text)
     close = text.rfind(ANSWER_CLOSE)
     if close == -1:
         return None
