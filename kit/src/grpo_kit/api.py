@@ -4,7 +4,7 @@ A generated project's files (its task, rewards and tests), the starters they are
 and the scripts `grpo eject` copies in import only these modules, and of each only the names in
 its `__all__`; the kit's structure test enforces it (kit/tests/test_structure.py, and the
 template's on every task's generated files). Everything else in grpo_kit is the kit's own and
-may change in any release. docs/api.md says what each module is for.
+may change in any release. `grpo docs api` (grpo_kit/docs/api.md) says what each module is for.
 
 The kit calls a project only through its task (`<package>.task.TASK`, a `grpo_kit.task.Task`)
 and, after `grpo eject`, the one function of each declared script (`grpo_kit.project`'s

@@ -5,7 +5,7 @@
 By default `grpo train` builds the kit's trainer (`grpo_kit.training.build_trainer`), `grpo
 merge` runs `grpo_kit.merging.merge` and `grpo infer` runs `grpo_kit.answering.infer`. Ejecting
 copies the kit's starter script (the same flow, short and read top to bottom, calling only the
-kit's public API: docs/api.md) into `src/<package>/<name>.py` and declares it in
+kit's public API: `grpo docs api`) into `src/<package>/<name>.py` and declares it in
 pyproject.toml:
 
     [tool.grpo.scripts]

@@ -7,7 +7,7 @@ calls (grpo_kit.project.InferScript). Without it they run the kit's own, the sam
     grpo infer --model outputs/<run>/merged --prompt "What is 7 * 6?"
     grpo infer --model outputs/<run> --prompts-file q.jsonl --output a.jsonl
 
-Yours to edit; it uses only the kit's public API (the kit's docs/api.md). `--model` takes a merged
+Yours to edit; it uses only the kit's public API (`grpo docs api`). `--model` takes a merged
 folder, a training output folder (the LoRA adapter on its base model) or a Hub id; the system prompt
 and chat template arguments are the recipe's, so the model sees the format it was trained on.
 Decoding defaults to the model card's sampling (`--greedy`, `--temperature`, `--top-p`, `--top-k`,

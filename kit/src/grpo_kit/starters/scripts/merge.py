@@ -6,7 +6,7 @@ Without it they run the kit's own, the same steps (grpo_kit.merging.merge).
 
     grpo merge [RUN_DIR] [--output DIR] [--config configs/grpo.yaml]
 
-Yours to edit; it uses only the kit's public API (the kit's docs/api.md). It writes a standalone
+Yours to edit; it uses only the kit's public API (`grpo docs api`). It writes a standalone
 model and tokenizer (default RUN_DIR/merged) that plain transformers (or vLLM) loads, then reloads
 that folder and checks that its greedy outputs on a few prompts equal the adapter model's: a merged
 model that silently behaves like the base model is a known failure. The folder only appears once the

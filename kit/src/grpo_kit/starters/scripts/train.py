@@ -6,7 +6,7 @@ it they build the kit's own, the same trainer (grpo_kit.training.build_trainer).
 
     grpo train --config configs/grpo.yaml [--max_steps 10 ...]
 
-Yours to edit; it uses only the kit's public API (the kit's docs/api.md). The recipe
+Yours to edit; it uses only the kit's public API (`grpo docs api`). The recipe
 (configs/grpo.yaml, then configs/local.yaml, then the command line) holds TRL's GRPOConfig and
 ModelConfig fields and the kit's; the task (task.py) turns data rows into chat prompts and names its
 rewards (rewards.py). grpo_kit does the checking around TRL: the rewards and data are checked before
