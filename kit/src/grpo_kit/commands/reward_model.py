@@ -431,7 +431,7 @@ def _tokenizer(model_args, training_args, conversational: bool):
     return tokenizer
 
 
-def build_trainer(recipe: RewardRecipe, pairs: Pairs):
+def reward_trainer(recipe: RewardRecipe, pairs: Pairs):
     """A ready `RewardTrainer` (the model is loaded by TRL from its name, as `trl reward` does)."""
     from trl import RewardTrainer, get_peft_config, get_quantization_config
 
@@ -570,7 +570,7 @@ def train_reward_model(argv: Sequence[str] | None = None) -> dict:
         raise UserError(f"accuracy_target {script_args.accuracy_target} must be between 0 and 1")
     pairs = load_pairs(script_args, training_args.seed)
     _ensure_tiny_model(recipe)
-    trainer = build_trainer(recipe, pairs)
+    trainer = reward_trainer(recipe, pairs)
     output_dir = Path(training_args.output_dir)
     checkpoint = last_checkpoint(str(output_dir)) if script_args.resume else None
     if checkpoint:

@@ -205,7 +205,7 @@ def warm_up(argv: Sequence[str] | None = None, *, stage: Layer | None = None, pr
         "warm-up: %d completions x %g epochs on %s (lr %g) -> %s",
         len(rows), args.epochs, recipe.model.model_name_or_path, args.learning_rate, out,
     )  # fmt: skip
-    trainer = build_trainer(recipe, tokenizer, rows, out, args)
+    trainer = sft_trainer(recipe, tokenizer, rows, out, args)
     trainer.train()
     trainer.save_model(str(out))
     tokenizer.save_pretrained(str(out))
@@ -232,7 +232,7 @@ def warm_up(argv: Sequence[str] | None = None, *, stage: Layer | None = None, pr
     return merged
 
 
-def build_trainer(recipe, tokenizer, rows: list[dict], out: Path, args):
+def sft_trainer(recipe, tokenizer, rows: list[dict], out: Path, args):
     """TRL's SFTTrainer on the recipe's model and LoRA, as the backend builds them for GRPO."""
     from datasets import Dataset
     from trl import SFTTrainer
