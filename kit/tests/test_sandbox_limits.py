@@ -1,0 +1,164 @@
+"""Per-user kernel limits: a program spends none of the trainer's.
+
+The kernel counts some resources per user (inotify instances and watches, processes and threads
+against RLIMIT_NPROC, keys, POSIX message queues), and a user namespace charges them to the user
+that made it. A root trainer's sandboxes run as dedicated unprivileged users, so root's counts
+stay untouched and RLIMIT_NPROC (never enforced on root) holds; in every mode the seccomp filter
+denies the per-user resources a program does not need. These tests run three sandboxes of
+inotify and thread bombs and check, meanwhile, that the trainer's user still opens inotify
+instances and starts threads. A level that cannot run here is skipped with the reason (install
+bubblewrap and allow user namespaces to run them all; under a root trainer bubblewrap runs as the
+dedicated user, which must be able to read the interpreter)."""
+
+import ctypes
+import json
+import os
+import platform
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from grpo_kit.sandbox import Limits, SandboxUnavailable, run_programs
+
+LEVELS = ("bubblewrap", "unshare", "process")
+LIBC = ctypes.CDLL(None, use_errno=True)
+# name: (x86_64, aarch64) syscall number; arguments that would succeed when allowed
+CALLS = {
+    "inotify_init1": (294, 26, (0,)),
+    "inotify_init": (253, None, ()),
+    "inotify_add_watch": (254, 27, (0, b"/tmp", 0x100)),
+    "inotify_rm_watch": (255, 28, (0, 1)),
+    "fanotify_init": (300, 262, (0, 0)),
+    "fanotify_mark": (301, 263, (0, 1, 2, -100, b"/tmp")),
+    "add_key": (248, 217, (b"user", b"k", b"v", 1, -4)),
+    "request_key": (249, 218, (b"user", b"k", None, 0)),
+    "keyctl": (250, 219, (0, -4, 0)),
+    "mq_open": (240, 180, (b"q", 0o100 | 2, 0o600, None)),
+}
+
+
+def available(level: str, workers: int = 1) -> Limits:
+    """A sandbox of `level`; under a root trainer whose Python the dedicated user cannot read
+    (under /root, say), bubblewrap and process mode run the system's Python."""
+    pythons = [None, *(["/usr/bin/python3"] if os.path.exists("/usr/bin/python3") else [])]
+    for python in pythons:
+        limits = Limits(15.0, 512, workers, isolation=level, python=python)
+        try:
+            limits.level()
+            return limits
+        except SandboxUnavailable as err:
+            problem = err
+    pytest.skip(f"{level} isolation unavailable here: {problem}")
+
+
+PROBE = """
+import ctypes, json
+libc = ctypes.CDLL(None, use_errno=True)
+found = {}
+for name, (number, args) in CALLS.items():
+    result = libc.syscall(number, *args)
+    found[name] = [result, ctypes.get_errno()]
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_per_user_resources_are_denied_inside(level):
+    limits = available(level)
+    index = 0 if platform.machine() == "x86_64" else 1
+    calls = {name: (c[index], c[2]) for name, c in CALLS.items() if c[index] is not None}
+    source = f"CALLS = {calls!r}\n" + PROBE
+    run = run_programs([source], limits)[0]
+    assert run.ok, run
+    found = json.loads(run.output)
+    # EPERM (1) from the seccomp filter: the kernel never counted anything
+    assert found == {name: [-1, 1] for name in calls}, found
+
+
+BOMB = """
+import ctypes, json, os, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+instances = 0
+for _ in range(200):
+    if libc.syscall(INOTIFY_INIT1, 0) < 0:
+        break
+    instances += 1
+threading.stack_size(64 * 1024)
+hold, threads = threading.Event(), 0
+for _ in range(400):
+    try:
+        threading.Thread(target=hold.wait, daemon=True).start()
+    except RuntimeError:
+        break
+    threads += 1
+time.sleep(3)
+print(json.dumps({"inotify": instances, "threads": threads}))
+hold.set()
+"""
+
+
+def _host_can_open_inotify_and_start_threads() -> str:
+    """'' when this process (the trainer's user) opens an inotify instance and starts a
+    thread, else what failed."""
+    fd = LIBC.inotify_init1(0)
+    if fd < 0:
+        return f"inotify_init1: {os.strerror(ctypes.get_errno())}"
+    os.close(fd)
+    try:
+        thread = threading.Thread(target=lambda: None)
+        thread.start()
+        thread.join()
+    except RuntimeError as err:
+        return f"thread: {err}"
+    return ""
+
+
+def _uids(pid: int) -> set[int]:
+    """The real uids, as the host counts them, of `pid`'s descendants (not `pid` itself)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path("/proc", entry, "stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    found, todo = set(), list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        todo += children.get(child, [])
+        try:
+            status = Path("/proc", str(child), "status").read_text()
+        except OSError:
+            continue
+        found.add(int(status.split("\nUid:")[1].split()[0]))
+    return found
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_the_trainers_user_keeps_its_limits_while_three_sandboxes_attack(level):
+    limits = available(level, workers=3)
+    number = 294 if platform.machine() == "x86_64" else 26
+    source = f"INOTIFY_INIT1 = {number}\n" + BOMB
+    runs: list = []
+    attack = threading.Thread(target=lambda: runs.extend(run_programs([source] * 3, limits)))
+    attack.start()
+    problems, uids = set(), set()
+    while attack.is_alive():
+        problem = _host_can_open_inotify_and_start_threads()
+        if problem:
+            problems.add(problem)
+        for worker in [w for w in list(limits.pool.workers) if w.ready]:
+            uids |= _uids(worker.process.pid)  # (a root trainer's jail is built as root first)
+        time.sleep(0.05)
+    attack.join()
+    assert not problems, f"the trainer's user lost resources while programs ran: {problems}"
+    assert len(runs) == 3 and all(run.ok for run in runs), runs
+    for run in runs:
+        found = json.loads(run.output)
+        assert found["inotify"] == 0, found  # denied: not one instance counted
+        if os.geteuid() == 0 or level != "process":  # RLIMIT_NPROC holds (64 per program)
+            assert found["threads"] < 64, found
+    if os.geteuid() == 0:  # the sandboxes ran as dedicated users, never as root
+        assert uids and 0 not in uids, uids
