@@ -162,3 +162,22 @@ def test_the_trainers_user_keeps_its_limits_while_three_sandboxes_attack(level):
             assert found["threads"] < 64, found
     if os.geteuid() == 0:  # the sandboxes ran as dedicated users, never as root
         assert uids and 0 not in uids, uids
+
+
+def test_each_sandbox_of_a_root_trainer_gets_a_user_no_one_else_runs_as(monkeypatch):
+    """Per sandbox: RLIMIT_NPROC counts per user, so two sandboxes (of this trainer or another
+    one beside it) never share one; ids an account or a running process uses are skipped."""
+    from grpo_kit.sandbox import isolation
+
+    monkeypatch.setattr(isolation.os, "geteuid", lambda: 0)
+    free = isolation.free_ids()
+    monkeypatch.setattr(isolation, "_running_uids", lambda: {free[0], free[1]})
+    monkeypatch.setattr(isolation.os, "getpid", lambda: 0)
+    monkeypatch.setattr(isolation, "_taken", set())
+    first, second = isolation.take_ids(), isolation.take_ids()
+    assert first == (free[2], free[2]) and second == (free[3], free[3])
+    isolation.release_ids(first)
+    assert isolation.take_ids() == first
+    assert isolation.as_user(first) == {"user": free[2], "group": free[2], "extra_groups": []}
+    monkeypatch.setattr(isolation.os, "geteuid", lambda: 1000)
+    assert isolation.take_ids() is None  # not root: the trainer's own user

@@ -147,13 +147,30 @@ def take_ids() -> tuple[int, int] | None:
             "here; a root trainer's sandbox runs as one that none uses"
         )
     with _taken_lock:
+        running = _running_uids()  # another trainer's sandboxes (several processes, one GPU each)
         start = os.getpid() % len(ids)  # trainers side by side start at different ids
         for step in range(len(ids)):
             number = ids[(start + step) % len(ids)]
-            if number not in _taken:
+            if number not in _taken and number not in running:
                 _taken.add(number)
                 return number, number
     raise IsolationError(f"more than {len(ids)} sandboxes at once")
+
+
+def _running_uids() -> set[int]:
+    """The real uids of the processes running now (as /proc shows them)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status") as status:
+                    for line in status:
+                        if line.startswith("Uid:"):
+                            found.add(int(line.split()[1]))
+                            break
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
 
 
 def release_ids(ids: tuple[int, int] | None) -> None:
