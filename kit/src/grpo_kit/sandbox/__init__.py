@@ -463,7 +463,14 @@ class Worker:
         finally:
             child.close()
         self.socket = parent
-        self.socket.sendall(json.dumps(plan.config).encode())
+        try:
+            self.socket.sendall(json.dumps(plan.config).encode())
+        except OSError as err:  # it ended at once (bubblewrap refusing a path, say): say why
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+            why = self.why()
+            self.stop()
+            raise IsolationError(f"the sandbox did not start: {why}") from err
         self.ready = False
         self.job: int | None = None
         self.capped = False  # the job's wall-clock cap (wall_seconds) comes before wall_limit
