@@ -181,3 +181,27 @@ def test_each_sandbox_of_a_root_trainer_gets_a_user_no_one_else_runs_as(monkeypa
     assert isolation.as_user(first) == {"user": free[2], "group": free[2], "extra_groups": []}
     monkeypatch.setattr(isolation.os, "geteuid", lambda: 1000)
     assert isolation.take_ids() is None  # not root: the trainer's own user
+
+
+def test_a_sandbox_that_ends_at_once_is_a_start_failure_that_says_why(monkeypatch):
+    """bubblewrap as the sandbox's user can exit before the trainer writes its config (a Python
+    it cannot read): that is IsolationError with bubblewrap's words, so `auto` goes on."""
+    from grpo_kit import sandbox as sandbox_module
+    from grpo_kit.sandbox import isolation
+
+    def refusing(level, python, scratch, disk_bytes, fd, ids=None):
+        argv = ["/bin/sh", "-c", "echo 'bwrap: Can not find source path' >&2"]
+        return isolation.Launch(argv, {"mode": level}, {}, scratch)
+
+    def ended(argv, **options):  # the process is gone before the first write
+        process = original(argv, **options)
+        process.wait()
+        return process
+
+    original = sandbox_module._popen
+    monkeypatch.setattr(sandbox_module, "launch", refusing)
+    monkeypatch.setattr(sandbox_module, "_popen", ended)
+    python = isolation.interpreter(None)
+    with pytest.raises(isolation.IsolationError, match="did not start: bwrap: Can not find"):
+        sandbox_module.Worker("bubblewrap", python, 64)
+    assert isolation._taken == set()  # its dedicated user handed back
