@@ -434,6 +434,49 @@ def test_the_rollout_budget_covers_every_tool(lookup):
     assert not is_budget_cut(str({"error": "no document 'x'; use an id from search"}))
 
 
+def test_the_step_budget_bounds_all_rollouts_of_a_step(caplog):
+    """TRL runs a step's rollouts one after another: 4 rollouts of endless programs would wait
+    4 x the rollout's time for tools. The step's budget (`tool_step_seconds`, shared by the
+    environments made from the same settings) cuts the rest once it is spent, says so in the
+    log once, and the next step (TRL resets every environment of it first) has its own."""
+    import logging
+
+    settings = ToolSettings(
+        sandbox=sandbox_limits(workers=1), tool_rollout_seconds=2.0, tool_step_seconds=3.0
+    )
+    pool = [PythonEnvironment(settings) for _ in range(4)]
+    run(pool[0], "print('up')")  # the worker started before the clock does
+    for environment in pool:  # TRL: the step's environments are all reset first
+        environment.reset()
+    endless = [call("run_python", code="while 1: 0")]
+    start = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="grpo_kit.environments.base"):
+        contents = [execute_turn(tool_dict(e), endless)[0]["content"] for e in pool]
+    elapsed = time.monotonic() - start
+    assert elapsed < settings.tool_step_seconds + 0.75, elapsed  # 4 x 2 s = 8 s before
+    assert "ran out of the rollout's time (2 s" in contents[0]
+    assert "ran out of the step's time (3 s" in contents[1]
+    assert all(is_budget_cut(c) for c in contents)
+    assert [e.episode_budget_cuts for e in pool] == [1, 1, 1, 1]
+    assert caplog.text.count("tools: this step") == 1  # logged once, when it bites
+    for environment in pool:  # the next step
+        environment.reset()
+    assert run(pool[0], "print(1)") == "1"
+
+
+def test_the_step_budget_covers_every_tool(lookup):
+    settings = dataclasses.replace(lookup.settings, tool_step_seconds=1e-9)
+    first, second = LookupEnvironment(settings), LookupEnvironment(settings)
+    first.reset(), second.reset()
+    assert first.open("quell-light").startswith("Quell Light")  # time left: it runs
+    cut = execute(tool_dict(second), call("search", query="harbour"))["content"]
+    assert is_budget_cut(cut) and "s a step" in cut  # its rollout's time is not spent
+    first.reset(), second.reset()
+    assert second.search("harbour")  # a new step
+    with pytest.raises(UserError, match="tool_step_seconds must be more than 0"):
+        ToolSettings(tool_step_seconds=0)
+
+
 # --- python: run_python in the code sandbox -------------------------------------------------
 
 

@@ -329,3 +329,104 @@ def test_a_backtracking_schema_pattern_is_cut_by_the_time_budget():
         ("rewards/json_schema_valid/errors", 0.0),
     ]
     assert call_like_trl(func, ['{"id": "aa"}'], [row]) == [1.0]
+
+
+# --- integers compare exactly (a 20-digit id off by 10^9 is another id) -----------------------
+
+ID_REFERENCE = '{"id": 12345678901234567890, "ratio": 0.3, "count": 34}'
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ('{"id": 12345678901234567890, "ratio": 0.3, "count": 34}', 1.0),
+        ('{"id": 12345678902234567890, "ratio": 0.3, "count": 34}', 2 / 3),  # off by 10^9
+        ('{"id": 12345678901234567891, "ratio": 0.3, "count": 34}', 2 / 3),  # off by one
+        ('{"id": 1.2345678901234567e19, "ratio": 0.3, "count": 34}', 2 / 3),  # a rounded float
+        ('{"id": 12345678901234567890, "ratio": 0.30000000000000004, "count": 34.0}', 1.0),
+        ('{"id": 12345678901234567890, "ratio": 0.3, "count": 34.000001}', 2 / 3),
+    ],
+)
+def test_integers_compare_exactly_and_floats_within_a_tolerance(completion, expected):
+    assert score("json_field_match", completion, answer=ID_REFERENCE) == pytest.approx(expected)
+
+
+# --- schemas from data never fetch ---------------------------------------------------------------
+
+
+@pytest.fixture
+def listener():
+    """A loopback HTTP server that records every request it gets (and answers a schema)."""
+    import http.server
+    import threading
+
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the standard library's name
+            seen.append(self.path)
+            body = b'{"type": "object"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def hostile_schemas(url: str) -> list[str]:
+    return [
+        json.dumps({"$ref": f"{url}/root.json"}),
+        json.dumps({"type": "object", "properties": {"a": {"$ref": f"{url}/a.json#/x"}}}),
+        json.dumps({"$id": f"{url}/base/", "properties": {"b": {"$ref": "other.json"}}}),
+        json.dumps({"$defs": {"d": {"$dynamicRef": f"{url}/dyn.json"}}, "$ref": "#/$defs/d"}),
+        json.dumps({"allOf": [{"$ref": "file:///etc/passwd"}]}),
+    ]
+
+
+def test_schemas_from_data_never_fetch(tmp_path, projects, listener):
+    """A dataset's schemas that refer to a URL (or a file, or a relative document) fail when the
+    data loads, naming the row, and scoring them asks no server anything: the listener must
+    see no request."""
+    from conftest import sample_recipe
+    from grpo_kit import data
+
+    url, seen = listener
+    schemas = hostile_schemas(url)
+    recipe = sample_recipe(projects("json"))
+    for number, schema in enumerate(schemas, start=1):
+        path = tmp_path / f"d{number}.jsonl"
+        good = {"prompt": "p", "completion": "{}", "schema": SCHEMA}
+        rows = [good, {"prompt": "p", "completion": "{}", "schema": schema}]
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        script = type(recipe.script)(**{**vars(recipe.script), "dataset_name": str(path)})
+        with pytest.raises(data.DataError, match="row 2: column 'schema' .* refers outside"):
+            data.load_training_rows(script, recipe.task, TASK)
+        assert score("json_schema_valid", '{"a": 1, "b": 2}', schema=schema) is None
+    assert seen == []
+
+
+def test_in_document_references_still_validate(listener):
+    url, seen = listener
+    schema = json.dumps(
+        {
+            "$id": f"{url}/schema.json",
+            "$defs": {"age": {"type": "integer", "minimum": 0}},
+            "type": "object",
+            "properties": {"age": {"$ref": "#/$defs/age"}, "tag": {"const": {"$ref": url}}},
+        }
+    )
+    assert score("json_schema_valid", '{"age": 3}', schema=schema) == 1.0
+    assert score("json_schema_valid", '{"age": -3}', schema=schema) == 0.25
+    assert seen == []

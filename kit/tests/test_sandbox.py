@@ -45,12 +45,18 @@ TESTS = ["assert solve() == 42", "assert solve() != 0", "assert solve()"]
 
 
 def available(level: str) -> Limits:
-    limits = Limits(timeout=TIMEOUT, memory_mb=256, workers=1, isolation=level)
-    try:
-        limits.level()
-    except SandboxUnavailable as err:
-        pytest.skip(f"{level} isolation unavailable here: {err}")
-    return limits
+    """A sandbox of `level`, skipped with the reason where it cannot run. Under a root trainer
+    whose Python the sandbox's dedicated user cannot read (under /root, say), bubblewrap and
+    process mode run the system's Python (`sandbox_python`, as the error says)."""
+    pythons = [None, *(["/usr/bin/python3"] if os.path.exists("/usr/bin/python3") else [])]
+    for python in pythons:
+        limits = Limits(TIMEOUT, 256, 1, isolation=level, python=python)
+        try:
+            limits.level()
+            return limits
+        except SandboxUnavailable as err:
+            problem = err
+    pytest.skip(f"{level} isolation unavailable here: {problem}")
 
 
 @pytest.fixture(scope="module", params=NAMESPACED)

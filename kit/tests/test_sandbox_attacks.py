@@ -91,7 +91,13 @@ def test_no_job_finds_an_earlier_ones_results(any_level):
     """Outputs, errors and verdict messages of earlier jobs are nowhere a later program can
     look: not in a live frame, not among the objects the garbage collector knows, not in raw
     (freed) memory of the process it was forked from."""
-    limits = Limits(timeout=10.0, memory_mb=256, workers=1, isolation=any_level.isolation)
+    limits = Limits(
+        timeout=10.0,
+        memory_mb=256,
+        workers=1,
+        isolation=any_level.isolation,
+        python=any_level.python,
+    )
     try:
         for program, tests in EARLIER:
             if tests is None:
@@ -201,7 +207,7 @@ def test_no_host_path_in_any_error_a_model_reads(any_level):
 def test_a_sandbox_that_dies_mid_job_says_only_that(any_level):
     """A sandbox killed under a job: the job runs once more elsewhere, and when that one dies too
     the error says so in words, not with the sandbox's stderr (it names host paths)."""
-    limits = Limits(timeout=5.0, workers=1, isolation=any_level.isolation)
+    limits = Limits(timeout=5.0, workers=1, isolation=any_level.isolation, python=any_level.python)
     killed: set[int] = set()
     stop = threading.Event()
 
@@ -232,10 +238,11 @@ def test_the_process_mode_states_its_weaker_promise(caplog):
     for fact in ("no namespaces", "read and write every file your user can", "/proc",
                  "Unix sockets", "seccomp", "rlimits", "bubblewrap"):  # fmt: skip
         assert fact in warning, fact
+    limits = available("process")
     with caplog.at_level(logging.WARNING, logger="grpo_kit.sandbox"):
-        sandbox.choose.__wrapped__("process", None, 64)
+        sandbox.choose.__wrapped__("process", limits.python, 64)
     assert warning in caplog.text
-    assert available("process").describe()["warning"] == warning
+    assert limits.describe()["warning"] == warning
 
 
 # --- memory outside RLIMIT_AS --------------------------------------------------------------
@@ -286,7 +293,13 @@ def test_memory_outside_the_address_space_limit_is_refused(any_level):
     parked in flight in a Unix socket (SCM_RIGHTS) pinned 861 MB from one 512 MB program:
     memfd_create and sendmsg are refused, so a program holds at most its address space plus
     64 descriptors' buffers."""
-    limits = Limits(timeout=5.0, memory_mb=256, workers=1, isolation=any_level.isolation)
+    limits = Limits(
+        timeout=5.0,
+        memory_mb=256,
+        workers=1,
+        isolation=any_level.isolation,
+        python=any_level.python,
+    )
     try:
         run = run_code(PARKED + "print(solve())", limits)
         assert run == CodeRun("(0, ['PermissionError', 'PermissionError'])\n"), run

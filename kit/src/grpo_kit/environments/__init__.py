@@ -8,8 +8,9 @@ the calls of one turn, exactly as TRL's tool loop does, so our own loops (ideal 
 reward-debug, evaluation, interactive inference) show the model byte-for-byte what training
 shows it.
 
-The tools' time: a call made once its rollout's `tool_rollout_seconds` are spent (or, for the
-python environment's programs, its turn's `tool_turn_seconds`) is not run; its result is TRL's
+The tools' time: a call made once its rollout's `tool_rollout_seconds` or its step's
+`tool_step_seconds` are spent (or, for the python environment's programs, its turn's
+`tool_turn_seconds`) is not run (a step's cut is logged, once per step); its result is TRL's
 error form with `budget_cut_message`, so `tool_call_errors` counts it as a failed call, and
 `budget_figures` counts it for the TRL metric `tools/budget_cuts` (cut calls per rollout).
 """

@@ -7,9 +7,9 @@ program per worker. Each program keeps the sandbox's CPU timeout (`sandbox_timeo
 for the first call of a turn and the last) and gets the time left as a wall-clock cap
 (`run_programs(wall_seconds=...)`): a program still running when its turn's or rollout's time
 runs out is stopped then, and the model is told which time it ran out of. The calls of a turn
-take at most `tool_turn_seconds`, those of a rollout `tool_rollout_seconds` (the workers' start,
-once per process, aside), and the calls left when the time is spent are not run (the model gets
-the budget's error).
+take at most `tool_turn_seconds`, those of a rollout `tool_rollout_seconds`, those of a whole
+step (all its rollouts) `tool_step_seconds` (the workers' start, once per process, aside), and
+the calls left when the time is spent are not run (the model gets the budget's error).
 """
 
 from __future__ import annotations
@@ -75,8 +75,9 @@ class PythonEnvironment(Environment):
         limits = self.settings.sandbox
         room = min(self.settings.tool_output_chars + 1, MAX_OUTPUT_CHARS)  # + the last line's end
         start = time.monotonic()
-        turn, rollout = self.settings.tool_turn_seconds, self._seconds_left()
-        deadline, which = start + min(turn, rollout), "turn" if turn <= rollout else "rollout"
+        self.settings.step_clock.touch()
+        turn, (left, whose) = self.settings.tool_turn_seconds, self._time_left()
+        deadline, which = start + min(turn, left), "turn" if turn <= left else whose
         outcomes: list = [None] * len(sources)
         done = 0
         try:
@@ -89,7 +90,7 @@ class PythonEnvironment(Environment):
                 outcomes[done : done + len(wave)] = [(run, which) for run in runs]
                 done += len(wave)
         finally:
-            self.episode_seconds += time.monotonic() - start
+            self._spend(time.monotonic() - start)
         return outcomes
 
     def _message(self, outcome) -> str:

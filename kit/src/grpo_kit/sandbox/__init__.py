@@ -64,9 +64,13 @@ from .isolation import (
     PROCESS_WARNING,
     Interpreter,
     IsolationError,
+    as_user,
     candidates,
+    free_ids,
     interpreter,
     launch,
+    release_ids,
+    take_ids,
 )
 
 __all__ = [
@@ -217,11 +221,16 @@ class Limits:
     def describe(self) -> dict:
         """For `make doctor` and the run record: the isolation in use and the limits."""
         level, python = self.level()
+        ids = free_ids()[:1] if os.geteuid() == 0 else ()
         return {
             "isolation": level,
             "python": python.version,
             "interpreter": python.executable,
             "seccomp": True,
+            # whose per-user kernel limits a program spends: a dedicated uid per sandbox (the
+            # first shown) when the trainer is root, else the trainer's own
+            "uid": ids[0] if ids else os.getuid(),
+            "dedicated_user": bool(ids),
             "timeout_s": self.timeout,
             "memory_mb": self.memory_mb,
             "disk_mb": self.disk_mb,
@@ -232,10 +241,11 @@ class Limits:
     def summary(self) -> str:
         """One line for `make doctor` and the log (raises SandboxUnavailable with the fix)."""
         facts = self.describe()
+        who = "dedicated uids from" if facts["dedicated_user"] else "uid"
         return (
             f"{facts['isolation']} isolation + seccomp, Python {facts['python']} "
-            f"({facts['interpreter']}); {self.workers} worker(s), per program {self.timeout:g} "
-            f"CPU s (at most {self.wall_limit:g} s), "
+            f"({facts['interpreter']}), as {who} {facts['uid']}; {self.workers} worker(s), "
+            f"per program {self.timeout:g} CPU s (at most {self.wall_limit:g} s), "
             f"{self.memory_mb} MB memory, {self.disk_mb} MB disk"
         )
 
@@ -338,7 +348,14 @@ def choose(mode: str, python: str | None, disk_mb: int) -> tuple[str, Interprete
         try:
             _smoke(level, found, disk_mb)
         except (IsolationError, SandboxError) as err:
-            problems.append(f"{level}: {str(err).strip()[:300]}")
+            why = str(err).strip()[:300]
+            if level != "unshare" and os.geteuid() == 0 and "Permission denied" in why:
+                why += (
+                    f" (the trainer is root, so {level} runs as a dedicated user, which must "
+                    "be able to read the sandbox's Python: set sandbox_python to one every user "
+                    "can read, e.g. /usr/bin/python3, or use sandbox_isolation: unshare)"
+                )
+            problems.append(f"{level}: {why}")
             continue
         if level == "process":
             logger.warning(PROCESS_WARNING)
@@ -423,8 +440,12 @@ class Worker:
         self.scratch = tempfile.mkdtemp(prefix="grpo-sandbox-")
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.ids = None
         try:
-            plan = launch(level, python, self.scratch, disk_mb * 1024 * 1024, child.fileno())
+            self.ids = take_ids()  # a root trainer's sandbox: a dedicated user of its own
+            plan = launch(
+                level, python, self.scratch, disk_mb * 1024 * 1024, child.fileno(), self.ids
+            )
             self.process = _popen(
                 plan.argv,
                 stdin=subprocess.DEVNULL,
@@ -434,15 +455,24 @@ class Worker:
                 env=plan.env,
                 cwd=plan.cwd,
                 start_new_session=True,
+                **as_user(plan.ids),  # a root trainer's sandbox runs as a dedicated user
             )
         except (OSError, IsolationError) as err:
             parent.close()
+            release_ids(self.ids)
             shutil.rmtree(self.scratch, ignore_errors=True)
             raise IsolationError(str(err)) from err
         finally:
             child.close()
         self.socket = parent
-        self.socket.sendall(json.dumps(plan.config).encode())
+        try:
+            self.socket.sendall(json.dumps(plan.config).encode())
+        except OSError as err:  # it ended at once (bubblewrap refusing a path, say): say why
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+            why = self.why()
+            self.stop()
+            raise IsolationError(f"the sandbox did not start: {why}") from err
         self.ready = False
         self.job: int | None = None
         self.capped = False  # the job's wall-clock cap (wall_seconds) comes before wall_limit
@@ -524,6 +554,8 @@ class Worker:
         with contextlib.suppress(OSError, ValueError):
             self.errors.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
+        release_ids(self.ids)
+        self.ids = None
 
 
 def _result(message: dict, job: Job | Script, scrub) -> TestRun | CodeRun:

@@ -31,7 +31,8 @@ the server's, from which it is forked), and the verdict is decided in the judge:
 exiting, signal tricks, frame walking, patched builtins or objects that equal everything cannot
 change it. Both children run under a seccomp filter (no new processes, no signals or ptrace to
 other processes, no file owners that would signal one, no namespaces or mounts, no network
-sockets, no memfds or descriptors passed through sockets), lowered rlimits, an empty working
+sockets, no memfds or descriptors passed through sockets, no inotify, fanotify, keyrings or
+message queues), lowered rlimits, an empty working
 directory, and stdin/stdout/stderr on /dev/null. A job's time is its CPU seconds plus the time it
 waits (`Budget`), not the machine's load; a job whose limits carry `"wall"` also ends after that
 many wall-clock seconds (its caller's deadline), and its answer says which cut it (`wall_cut`).
@@ -685,7 +686,8 @@ SYSCALLS = {
                    200, 129, 297, 424, 434, 438, 101, 310, 311, 312, 272, 308, 165, 166, 155,
                    161, 442, 428, 429, 430, 431, 432, 433, 321, 298, 323, 250, 248, 249, 425,
                    426, 427, 246, 320, 175, 313, 176, 169, 167, 168, 163, 179, 103, 172, 173,
-                   29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245),
+                   29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245,
+                   253, 254, 255, 294, 300, 301),
     }),
     "aarch64": (0xC00000B7, {
         "clone": 220, "clone3": 435, "kill": 129, "tgkill": 131,
@@ -695,7 +697,7 @@ SYSCALLS = {
                    442, 428, 429, 430, 431, 432, 433, 280, 241, 282, 219, 217, 218, 425, 426,
                    427, 104, 294, 105, 273, 106, 142, 224, 225, 89, 60, 116,
                    180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195,
-                   196, 197),
+                   196, 197, 26, 27, 28, 262, 263),
     }),
 }  # fmt: skip
 # denied: memfd_create, memfd_secret, sendmsg, sendmmsg (memory outside RLIMIT_AS: memfds, and
@@ -703,7 +705,10 @@ SYSCALLS = {
 # rt_(tg)sigqueueinfo, pidfd_send_signal/open/getfd, ptrace, process_vm_*, kcmp,
 # unshare, setns, mount API, pivot_root, chroot, bpf, perf_event_open, userfaultfd, keys,
 # io_uring, kexec, modules, reboot, swap, acct, quotactl, syslog (and iopl/ioperm on x86_64),
-# System V IPC and POSIX message queues (state that would outlive the program in its sandbox).
+# System V IPC and POSIX message queues (state that would outlive the program in its sandbox),
+# inotify (init, init1, add_watch, rm_watch) and fanotify (init, mark): with keys and POSIX
+# message queues, the resources the kernel counts per user (fs.inotify.max_user_instances and
+# max_user_watches, keys, fs.mqueue), which a program must not spend for the trainer's user.
 ALLOW, KILL = 0x7FFF0000, 0x80000000
 EPERM, ENOSYS, AF_UNIX, CLONE_THREAD = 0x50001, 0x50026, 1, 0x10000
 LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
@@ -872,6 +877,8 @@ def enter_jail(kernel: Kernel, jail: dict) -> None:
         kernel.mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k")
     os.makedirs(root + "/tmp", exist_ok=True)
     options = f"mode=1777,size={int(jail['tmp_bytes'])},nr_inodes={MAX_FILES * 2}"
+    if jail.get("ids"):  # the dedicated user's (it wipes it after every job)
+        options += ",uid={},gid={}".format(*(int(number) for number in jail["ids"]))
     kernel.mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, options)
     os.makedirs(root + "/.old")
     os.chdir(root)
@@ -882,14 +889,30 @@ def enter_jail(kernel: Kernel, jail: dict) -> None:
     kernel.mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     with contextlib.suppress(OSError):
         socket.sethostname("sandbox")
-    _drop_capabilities(kernel)
+    _drop_capabilities(kernel, jail.get("ids"))
 
 
-def _drop_capabilities(kernel: Kernel) -> None:
+def become(ids) -> None:
+    """Become the dedicated user `ids` ([uid, gid]) a root trainer gives its sandbox: no
+    supplementary groups, real, effective and saved ids all its (which clears every
+    capability), checked."""
+    uid, gid = (int(number) for number in ids)
+    if uid <= 0 or gid <= 0:
+        raise OSError(1, f"not a dedicated user: {ids}")
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups():
+        raise OSError(1, f"could not become uid {uid}")
+
+
+def _drop_capabilities(kernel: Kernel, ids=None) -> None:
     c = kernel.ctypes
     cap = 0
     while kernel.prctl(24, cap) == 0:  # PR_CAPBSET_DROP until the kernel's last capability
         cap += 1
+    if ids:  # a root trainer's jail, made with root's rights: now its dedicated user
+        become(ids)
     kernel.prctl(47, 4)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
     header = (c.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     data = (c.c_uint32 * 6)()
@@ -996,7 +1019,8 @@ class Server:
         self.control, self.inner, self.kernel = control, inner, kernel
         self.scratch = config["scratch"]  # the writable directory, wiped after every job
         self.workdir = os.path.join(self.scratch, "work")
-        self.nproc = config["mode"] != "process"  # a PID namespace and a user of its own
+        # a user of its own: a user namespace, or a root trainer's dedicated user
+        self.nproc = config["mode"] != "process" or bool(config.get("ids"))
 
     def child(self, keep: tuple[int, ...], limits: dict) -> tuple[int, ...]:
         """Common set-up of the program and judge processes; returns the kept fds, renumbered."""
@@ -1326,20 +1350,32 @@ def seccomp_works(kernel: Kernel) -> str:
     return "" if code == 0 else f"the seccomp filter did not apply (check {code})"
 
 
+def preload() -> None:
+    for name in PRELOAD:
+        with contextlib.suppress(ImportError):
+            __import__(name)
+
+
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     config = json.loads(control.recv(1 << 20))
     kernel = Kernel()
     try:
         if config["mode"] == "unshare":
-            enter_jail(kernel, config["jail"])
+            enter_jail(kernel, {**config["jail"], "ids": config.get("ids")})
+        elif config.get("ids"):  # process mode, started by a root trainer: its dedicated user
+            preload()
+            become(config["ids"])
+            stdlib = os.path.dirname(os.__file__)
+            if not os.access(stdlib, os.R_OK | os.X_OK):
+                raise OSError(13, f"the sandbox's user (uid {os.getuid()}) cannot read the "
+                              "Python's standard library: set sandbox_python to a Python every "
+                              "user can read, e.g. /usr/bin/python3")  # fmt: skip
         kernel.check(kernel.prctl(4, 0), "dumpable")  # PR_SET_DUMPABLE: no ptrace, no /proc/pid
         problem = seccomp_works(kernel)
     except OSError as error:
         problem = describe(error)
-    for name in PRELOAD:
-        with contextlib.suppress(ImportError):
-            __import__(name)
+    preload()
     version = ".".join(str(part) for part in sys.version_info[:3])
     control.sendall(json.dumps({"ready": not problem, "problem": problem, "python": version,
                                 "machine": kernel.machine}).encode())  # fmt: skip

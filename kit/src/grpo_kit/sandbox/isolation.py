@@ -18,16 +18,33 @@ Levels, strongest first (recipe field `sandbox_isolation`):
 
 `auto` takes the first of `bubblewrap` and `unshare` that works here (checked by running a
 program) and refuses to train when neither does.
+
+Whose resources a program spends (`take_ids`): the kernel counts some resources per user
+(processes and threads against RLIMIT_NPROC, inotify instances and watches, keys, POSIX message
+queues, pipe buffers), and a user namespace charges what happens inside it to the user that
+created it, whatever uid the program sees inside. So when the trainer runs as root, every
+sandbox runs as a dedicated unprivileged user of its own (uid = gid, one no account or group here
+uses, no supplementary groups; `launch` says how each level gets there): its counts go to that
+user, root's own limits are untouched, and RLIMIT_NPROC, which the kernel never enforces on
+root, holds (64 processes and threads per program). A trainer that is not root cannot switch
+users (that needs privileges), so its sandboxes count against its own user: the namespaced
+levels give each a user namespace of its own, where RLIMIT_NPROC holds (64 per program), and in
+every mode the seccomp filter denies the per-user resources a program does not need (inotify,
+fanotify, keyrings, message queues), so what a program can still spend of its user's counts is
+bounded by its rlimits.
 """
 
 from __future__ import annotations
 
+import grp
 import json
 import os
+import pwd
 import shutil
 import struct
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -55,7 +72,8 @@ PROCESS_WARNING = (
     "judge still decides verdicts, but a program can read and write every file your user can "
     "(your code, keys, tokens), read your other processes' environments (HF_TOKEN) and memory "
     "through /proc and change the trainer's, connect to local Unix sockets (Docker's, say) and "
-    "leave files in /tmp or /dev/shm. "
+    "leave files in /tmp or /dev/shm (when the trainer runs as root, programs run as a "
+    "dedicated unprivileged user instead, and reach what every user may). "
     f"For OS isolation, {FIX.split(', or set')[0]}"
 )
 
@@ -95,8 +113,78 @@ print(json.dumps({
 """
 
 
+# The dedicated users (uid = gid) a root trainer's sandboxes run as, one per worker: those of these
+# ids that no account or group on this machine uses (65534 is `nobody`, shared with daemons).
+SANDBOX_IDS = tuple(range(65533, 65277, -1))
+
+
 class IsolationError(Exception):
     """No sandbox of the requested level can start here (the message says why)."""
+
+
+@lru_cache(maxsize=1)
+def free_ids() -> tuple[int, ...]:
+    """The ids of `SANDBOX_IDS` that no account (uid) and no group (gid) here uses."""
+    used = {entry.pw_uid for entry in pwd.getpwall()} | {entry.gr_gid for entry in grp.getgrall()}
+    return tuple(number for number in SANDBOX_IDS if number not in used)
+
+
+_taken: set[int] = set()
+_taken_lock = threading.Lock()
+
+
+def take_ids() -> tuple[int, int] | None:
+    """(uid, gid) for a new sandbox: when this process is root, a dedicated unprivileged user
+    that no other sandbox of this process holds (module docstring), its own so that RLIMIT_NPROC
+    counts per sandbox; None when not root (the sandbox runs as the trainer's own user). Hand it
+    back with `release_ids`."""
+    if os.geteuid() != 0:
+        return None
+    ids = free_ids()
+    if not ids:
+        raise IsolationError(
+            f"every id from {SANDBOX_IDS[-1]} to {SANDBOX_IDS[0]} belongs to an account or group "
+            "here; a root trainer's sandbox runs as one that none uses"
+        )
+    with _taken_lock:
+        running = _running_uids()  # another trainer's sandboxes (several processes, one GPU each)
+        start = os.getpid() % len(ids)  # trainers side by side start at different ids
+        for step in range(len(ids)):
+            number = ids[(start + step) % len(ids)]
+            if number not in _taken and number not in running:
+                _taken.add(number)
+                return number, number
+    raise IsolationError(f"more than {len(ids)} sandboxes at once")
+
+
+def _running_uids() -> set[int]:
+    """The real uids of the processes running now (as /proc shows them)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status") as status:
+                    for line in status:
+                        if line.startswith("Uid:"):
+                            found.add(int(line.split()[1]))
+                            break
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+def release_ids(ids: tuple[int, int] | None) -> None:
+    if ids is not None:
+        with _taken_lock:
+            _taken.discard(ids[0])
+
+
+def as_user(ids: tuple[int, int] | None) -> dict:
+    """subprocess options that start a command as `ids` (uid, gid), supplementary groups
+    dropped; {} for None (the trainer's own user)."""
+    if ids is None:
+        return {}
+    return {"user": ids[0], "group": ids[1], "extra_groups": []}
 
 
 @dataclass(frozen=True)
@@ -224,10 +312,45 @@ class Launch:
     config: dict  # the harness's first message
     env: dict[str, str]
     cwd: str
+    ids: tuple[int, int] | None = None  # (uid, gid) the command starts as; None: ours
 
 
-def launch(level: str, python: Interpreter, scratch: str, disk_bytes: int, fd: int) -> Launch:
-    """The command for one worker; `scratch` is a fresh host directory it may use."""
+def _hand_over(scratch: str, ids: tuple[int, int], copy: bool) -> str:
+    """`scratch` and everything in it, given to the user `ids`; with `copy`, the harness that
+    user runs (it may not reach the trainer's environment, say under /root): a read-only copy
+    in `scratch`, root's."""
+    for folder, names, files in os.walk(scratch):
+        os.chown(folder, *ids)
+        for name in names + files:
+            os.chown(os.path.join(folder, name), *ids)
+    if not copy:
+        return str(HARNESS)
+    path = os.path.join(scratch, "harness.py")
+    shutil.copyfile(HARNESS, path)
+    os.chmod(path, 0o444)
+    return path
+
+
+def launch(
+    level: str, python: Interpreter, scratch: str, disk_bytes: int, fd: int,
+    ids: tuple[int, int] | None = None,
+) -> Launch:  # fmt: skip
+    """The command for one worker; `scratch` is a fresh host directory it may use; `ids`: the
+    dedicated user it runs as (`take_ids`), None for the trainer's own.
+
+    With `ids` (a root trainer), bubblewrap starts as that user, so the user namespace it
+    makes, and everything counted in it, is that user's (the interpreter's files must then be
+    readable by every user: a Python under /root is not, and `auto` goes on to `unshare`).
+    `unshare` and `process` start as root without a user namespace; the harness builds its jail
+    (unshare) with root's rights, then becomes that user, with no capabilities, before it runs
+    anything."""
+    if level == "unshare":
+        os.makedirs(os.path.join(scratch, "root"), exist_ok=True)
+    if level == "process":
+        os.makedirs(os.path.join(scratch, "tmp"), exist_ok=True)
+    harness_path = str(HARNESS)
+    if ids is not None:
+        harness_path = _hand_over(scratch, ids, copy=level == "bubblewrap")
     if level == "bubblewrap":
         found = bubblewrap()
         if found is None:
@@ -253,20 +376,20 @@ def launch(level: str, python: Interpreter, scratch: str, disk_bytes: int, fd: i
             argv += ["--tmpfs", path, "--remount-ro", path]
         argv += ["--dev", "/dev", "--remount-ro", "/dev"]
         argv += ["--size", str(disk_bytes)]
-        argv += ["--tmpfs", "/tmp", "--ro-bind", str(HARNESS), INSIDE, "--remount-ro", "/"]
+        argv += ["--tmpfs", "/tmp", "--ro-bind", harness_path, INSIDE, "--remount-ro", "/"]
         argv += ["--chdir", "/tmp", python.executable, *FLAGS, INSIDE, str(fd)]
         config = {"mode": level, "scratch": "/tmp"}
-        return Launch(argv, config, {}, scratch)
+        return Launch(argv, config, {}, scratch, ids)
     env = {**ENVIRONMENT, "HOME": scratch, "TMPDIR": scratch}
-    harness = [python.executable, *FLAGS, str(HARNESS), str(fd)]
+    harness = [python.executable, *FLAGS, harness_path, str(fd)]
     if level == "unshare":
         tool = shutil.which("unshare")
         if tool is None:
             raise IsolationError("util-linux unshare is not installed")
-        argv = [tool, "--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child",
+        user = [] if ids else ["--user", "--map-root-user"]  # root makes the jail, then `ids`
+        argv = [tool, *user, "--mount", "--pid", "--fork", "--kill-child",
                 "--net", "--ipc", "--uts", "--", *harness]  # fmt: skip
         root = os.path.join(scratch, "root")
-        os.makedirs(root, exist_ok=True)
         jail = {
             "root": root,
             "binds": [*python.binds, *DEVICES],
@@ -275,9 +398,9 @@ def launch(level: str, python: Interpreter, scratch: str, disk_bytes: int, fd: i
             "hide": list(python.hide),
             "tmp_bytes": disk_bytes,
         }
-        return Launch(argv, {"mode": level, "scratch": "/tmp", "jail": jail}, env, scratch)
+        config = {"mode": level, "scratch": "/tmp", "jail": jail, "ids": ids}
+        return Launch(argv, config, env, scratch)
     if level == "process":
         work = os.path.join(scratch, "tmp")
-        os.makedirs(work, exist_ok=True)
-        return Launch(harness, {"mode": level, "scratch": work}, env, work)
+        return Launch(harness, {"mode": level, "scratch": work, "ids": ids}, env, work)
     raise IsolationError(f"unknown isolation level {level!r}")

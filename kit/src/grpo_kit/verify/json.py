@@ -12,10 +12,18 @@ What counts as JSON and as the same field:
   the completion matches with an empty one;
 - strings compare after Unicode normalisation (NFC: a composed `é` equals `e` + combining
   accent), with case and runs of whitespace ignored; keys are NFC-normalised too; numbers
-  compare by value (34 equals 34.0), and `true`/`false` only equal themselves.
+  compare by value (34 equals 34.0): where either side is an integer, exactly (an id, a phone
+  number or a timestamp off by one is wrong, however long it is), two floats within a relative
+  1e-9 (0.1 + 0.2 equals 0.3); `true`/`false` only equal themselves.
 
 Schema validation runs under a time budget, because a schema's `pattern` can backtrack for
 minutes on a string the model chose (`^(a+)+$` on `aaaa...!`); past it the completion scores 0.
+
+A schema comes from the data, so it never makes the trainer fetch anything: a reference
+(`$ref`, `$dynamicRef`, `$recursiveRef`) may only point inside the schema's own document
+(`#/$defs/name`, `#anchor`); any other (`http://...`, `file:...`, `other.json`) makes the row
+fail when the data loads (`check_schemas`, which `doctor` runs too, naming the row), and is
+refused, never retrieved, when a completion is validated (the schema then counts as broken).
 """
 
 from __future__ import annotations
@@ -93,26 +101,95 @@ def _container(text: str):
     return value if isinstance(value, dict | list) else None
 
 
+REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
+DATA_KEYWORDS = ("const", "enum", "default", "examples")  # values, never schemas
+
+
+class OutsideReference(ValueError):
+    """A schema refers to something outside its own document."""
+
+
+def outside_references(schema) -> list[str]:
+    """The references in a schema that point outside its own document (anything but `#...`),
+    in the order they appear; values of `const`, `enum`, `default` and `examples` are data."""
+    found, todo = [], [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            for key, item in node.items():
+                if key in REFERENCES and isinstance(item, str):
+                    if not item.startswith("#"):
+                        found.append(item)
+                elif key not in DATA_KEYWORDS and isinstance(item, dict | list):
+                    todo.append(item)
+        elif isinstance(node, list):
+            todo.extend(item for item in node if isinstance(item, dict | list))
+    return found
+
+
+def _refuse(uri: str):
+    """The registry's retrieval: nothing outside the document is ever fetched or read."""
+    from referencing.exceptions import NoSuchResource
+
+    raise NoSuchResource(ref=uri)
+
+
+@functools.lru_cache(maxsize=1)
+def _registry():
+    from referencing import Registry
+
+    return Registry(retrieve=_refuse)
+
+
 @functools.lru_cache(maxsize=512)
 def _validator(schema_text: str):
     from jsonschema import validators  # here: the template reads the tasks without jsonschema
 
     schema = loads(schema_text)
+    outside = outside_references(schema)
+    if outside:
+        raise OutsideReference(f"refers outside its document ({outside[0][:120]!r})")
     cls = validators.validator_for(schema)
     cls.check_schema(schema)
-    return cls(schema)
+    return cls(schema, registry=_registry())
 
 
 def schema_valid(value, schema_text: str) -> bool | None:
     """Whether a JSON value validates against the JSON Schema text; None when the schema itself
-    is broken (not JSON, or not a valid schema)."""
+    is broken (not JSON, not a valid schema, or referring outside its document: module
+    docstring)."""
     from jsonschema import exceptions
+    from referencing.exceptions import Unresolvable
 
     try:
         validator = _validator(str(schema_text))
-    except (ValueError, RecursionError, exceptions.SchemaError):
+        return next(validator.iter_errors(value), None) is None
+    except (ValueError, RecursionError, exceptions.SchemaError, Unresolvable):
         return None
-    return next(validator.iter_errors(value), None) is None
+
+
+def check_schemas(rows, source: str, column: str) -> None:
+    """Every row's schema (column `column`) refers only inside its own document; raises
+    DataError naming the first row that does not. (A schema that is not JSON or not a valid
+    schema stays allowed: its rows score n/a on schema validity.)"""
+    from ..errors import DataError
+
+    for index, cell in enumerate(rows[column]):
+        try:
+            schema = loads(str(cell)) if isinstance(cell, str) else cell
+        except (ValueError, RecursionError):
+            continue
+        try:
+            outside = outside_references(schema)
+        except RecursionError:
+            continue
+        if outside:
+            raise DataError(
+                f"{source} row {index + 1}: column '{column}' holds a JSON Schema that refers "
+                f"outside its own document ({outside[0][:120]!r}); schemas are never fetched "
+                "or read from files: inline the referenced schema under `$defs` and refer to "
+                "it as '#/$defs/<name>', or drop the row"
+            )
 
 
 def _nfc(text: str) -> str:
@@ -139,6 +216,8 @@ def same_value(expected, got) -> bool:
     if isinstance(expected, bool) or isinstance(got, bool):
         return expected is got
     if isinstance(expected, int | float) and isinstance(got, int | float):
+        if isinstance(expected, int) or isinstance(got, int):
+            return expected == got  # exactly (Python compares an int and a float exactly)
         return math.isclose(expected, got, rel_tol=1e-9, abs_tol=1e-9)
     return type(expected) is type(got) and expected == got
 

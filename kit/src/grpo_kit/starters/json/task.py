@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from grpo_kit.rewards import formats
 from grpo_kit.task import DataDefaults, Reward, Task, message_text
+from grpo_kit.verify import json as json_answers
 
 from . import rewards
 
@@ -37,6 +38,11 @@ def user_message(row: dict, prompt_column: str, answer_column: str, task_args) -
 def ideal_completion(row: dict, task_args) -> str:
     """The reference JSON, alone."""
     return str(row["answer"]).strip()
+
+
+def validate(rows, source: str, task_args, answer_column: str) -> None:
+    """Every row's schema refers only inside its own document (schemas are never fetched)."""
+    json_answers.check_schemas(rows, source, task_args.schema_column)
 
 
 def columns(task_args) -> dict[str, str]:
@@ -75,6 +81,7 @@ TASK = Task(
     ideal_completion=ideal_completion,
     arguments=TaskArguments,
     columns=columns,
+    validate=validate,
     metrics=(
         ("field_f1", rewards.json_field_f1),
         ("field_match", rewards.json_field_match),
