@@ -36,6 +36,7 @@ import unicodedata
 
 __all__ = [
     "SCHEMA_BUDGET_S",
+    "check_schemas",
     "field_counts",
     "fields",
     "find_json",
