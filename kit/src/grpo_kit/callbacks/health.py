@@ -572,7 +572,7 @@ def _tool_budget_cuts(last, step) -> Finding | None:
         f"tool calls ran out of time: {cuts:.3g} calls per rollout were cut by the tools' time "
         f"budget ({BUDGET_CUTS_METRIC} above 0), and the model got an error instead of their "
         "result. Lower max_tool_calling_iterations, or raise tool_turn_seconds / "
-        "tool_rollout_seconds.",
+        "tool_rollout_seconds / tool_step_seconds.",
     )
 
 

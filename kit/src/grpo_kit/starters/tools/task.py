@@ -13,8 +13,9 @@ prompt and the default data mapping. configs/grpo.yaml does not restate them (`g
 configs/local.yaml, whose data keys override the defaults here.
 
 Tool calls take time the training step waits for: the calls of one turn share
-`tool_turn_seconds` and those of one rollout `tool_rollout_seconds` (recipe fields, from the
-kit's ToolArguments); a call made once its time is spent is not run, its result is an error
+`tool_turn_seconds`, those of one rollout `tool_rollout_seconds` and those of one step
+`tool_step_seconds` (recipe fields, from the kit's ToolArguments); a call made once its time is
+spent is not run, its result is an error
 (which `tool_call_errors` costs), and the TRL metric `tools/budget_cuts` counts such calls.
 A turn's `run_python` calls run together, spread over the sandbox's workers.
 """
