@@ -40,15 +40,17 @@ def first_rows(recipe) -> list[dict]:
     return [dict(row) for row in rows_of(recipe).select(range(ROWS))]
 
 
-def project_scores(root: Path, completions: list) -> list[float]:
+def project_scores(root: Path, completions: list, without=()) -> list[float]:
     """The weighted sum of the project's own rewards, as GRPOTrainer computes it (a reward that
-    does not apply counts 0), on the first ROWS sample rows."""
+    does not apply counts 0), on the first ROWS sample rows; `without`: rewards left out (the
+    engine's own)."""
     from grpo_kit.rewards import call_like_trl, resolve
 
     recipe = sample_recipe(root)
     rows = first_rows(recipe)
     names = recipe.script.reward_funcs
     weights = recipe.training.reward_weights or [1.0] * len(names)
+    weights = [0.0 if n in without else w for n, w in zip(names, weights, strict=False)]
     task = recipe.project.task
     with chdir(root):
         funcs = resolve(names, task.reward_table, recipe.reward_settings())
@@ -112,8 +114,9 @@ def test_verl_reads_the_rows_and_the_reward_file_scores_as_the_project(
     # NaiveRewardManager.run_single: keyword arguments, extra_info with its own additions.
     compute_score = load_reward(out / export.REWARD_FILE, "compute_score")
     ideal = ideal_completions(root)[:ROWS]
+    engine_own = export.ENGINE_LENGTH_REWARDS["verl"]
     for completions in (ideal, [WRONG] * ROWS):
-        expected = project_scores(root, completions)
+        expected = project_scores(root, completions, without=engine_own)
         for row, completion, want in zip(rows, completions, expected, strict=True):
             extra_info = {**row["extra_info"], "num_turns": None, "rollout_reward_scores": {}}
             with chdir(tmp_path):  # the engine's working folder is not the project's
@@ -123,8 +126,9 @@ def test_verl_reads_the_rows_and_the_reward_file_scores_as_the_project(
                     ground_truth=row["reward_model"]["ground_truth"],
                     extra_info=extra_info,
                 )
+            # soft_overlong is verl's own (its DAPO reward manager adds it, on token counts).
             assert result["score"] == pytest.approx(want)
-            assert set(result) == {"score", *recipe.script.reward_funcs}
+            assert set(result) == {"score", *recipe.script.reward_funcs} - set(engine_own)
     assert project_scores(root, ideal) != project_scores(root, [WRONG] * ROWS)
 
 
@@ -135,7 +139,8 @@ def test_openrlhf_reads_the_rows_and_the_reward_file_scores_as_the_project(
     from datasets import load_dataset
 
     root = projects(task)
-    out = export_to(root, "openrlhf", tmp_path / "openrlhf")
+    # max_steps x prompts per step rows (OpenRLHF's training file): ROWS of them.
+    out = export_to(root, "openrlhf", tmp_path / "openrlhf", "--max_steps", str(ROWS))
     # blending_datasets: a .jsonl file is datasets' json loader; PromptDataset's preprocess_data
     # with --data.input_key prompt --data.apply_chat_template --data.label_key label.
     data = load_dataset("json", data_files=str(out / "train.jsonl"))["train"]
@@ -187,7 +192,9 @@ def test_the_reward_file_finds_a_moved_project_through_the_environment(
     ideal = ideal_completions(root)[0]
     result = compute_score(first["data_source"], ideal, first["reward_model"]["ground_truth"],
                            first["extra_info"])  # fmt: skip
-    assert result["score"] == pytest.approx(project_scores(root, [ideal] * ROWS)[0])
+    assert result["score"] == pytest.approx(
+        project_scores(root, [ideal] * ROWS, export.ENGINE_LENGTH_REWARDS["verl"])[0]
+    )
 
 
 @pytest.mark.parametrize("engine", export.ENGINES)
