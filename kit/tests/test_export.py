@@ -214,6 +214,21 @@ def test_the_launch_example_carries_the_recipes_numbers(engine, projects, tmp_pa
                "openrlhf": f"--rollout.max_new_tokens {length}"}  # fmt: skip
     assert lengths[engine] in text and str(training.learning_rate) in text
     assert f"lora{'_' if engine == 'verl' else '.'}rank" in text  # the recipe trains LoRA
+    if engine == "verl":  # the keys main_ppo and validate_config read
+        assert f"reward.custom_reward_function.path={out / export.REWARD_FILE}" in text
+        assert "\n  custom_reward_function" not in text
+        micro = training.per_device_train_batch_size
+        assert f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={micro}" in text
+        assert ("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu" in text) == (
+            training.beta > 0
+        )
+        assert "trainer.test_freq=" in text and "trainer.test_freq=-1" not in text
+        assert "reward.reward_manager.name=dapo" in text  # soft_overlong on verl's token counts
+    else:  # names PEFT matches in a list, eval on, the held-out file not cut
+        # (kit/test-model has no config here: the common names, said in a note)
+        assert "--ds.lora.target_modules q_proj k_proj v_proj o_proj gate_proj" in text
+        assert "config cannot be read here" in text
+        assert "--eval.steps " in text and "--data.max_samples" not in text
     assert subprocess.run(["bash", "-n", str(out / export.LAUNCH_FILE)]).returncode == 0
 
 
@@ -260,3 +275,31 @@ def test_openrlhf_queries_lose_the_prompt_and_the_special_tokens():
     assert scorer.response(prompt + "<answer>4</answer><|im_end|>", prompt) == "<answer>4</answer>"
     # A prompt that does not round-trip exactly: cut at the common prefix.
     assert scorer.response("<|im_start|>user\nho there", prompt) == "o there"
+
+
+def test_the_reward_file_refuses_to_load_without_its_verifiers(projects, tmp_path, monkeypatch):
+    """A missing verifier package would score every completion its minimum with a warning (the
+    engines swallow errors raised while scoring): the file fails when the engine loads it."""
+    out = export_to(projects("math"), "verl", tmp_path / "verl")
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "math_verify" else real(name, *a),
+    )
+    with pytest.raises(UserError, match="cannot score without math-verify.*pip install"):
+        load_reward(out / export.REWARD_FILE, "compute_score")
+
+
+def test_openrlhf_lora_targets_are_the_models_module_names(tiny_model_dir):
+    """--ds.lora.target_modules is nargs="*": PEFT gets a list of names, never a pattern."""
+    names, note = export.lora_module_names("all-linear", str(tiny_model_dir))
+    assert note is None and {"q_proj", "down_proj"} <= set(names) and "lm_head" not in names
+    assert export.lora_module_names(r".*\.(q_proj|v_proj)", str(tiny_model_dir))[0] == [
+        "q_proj",
+        "v_proj",
+    ]
+    with pytest.raises(UserError, match="select no linear layer"):
+        export.lora_module_names(["nope_proj"], str(tiny_model_dir))

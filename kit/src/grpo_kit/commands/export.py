@@ -28,9 +28,15 @@ The engines' contracts (their public source, not their code):
   (they are removed here, as TRL's decoding does) and returns `rewards`, `scores` (0-1, for
   dynamic filtering: the task's correctness) and `extra_logs`.
 
-The reward file imports grpo-kit and the project: install both where the engine's reward workers
-run (`pip install -e .` in this folder on every node), and set GRPO_PROJECT_ROOT when the export
-folder leaves the project. Agent tasks (tools) are not exported: the engines run tools through
+The reward file imports grpo-kit and the project where the engine's reward workers run. The
+engines pin their own training stack (verl 0.9.1: transformers <5.11; OpenRLHF 0.11.2: ==5.15.0),
+which the kit's training pins do not fit, and the reward path needs none of it: `pip install
+--no-deps grpo-kit` plus REWARD_DEPENDENCIES (and trl for soft_overlong where the engine does not
+compute it itself); set GRPO_PROJECT_ROOT when the export folder leaves the project. The file loads
+the project's rewards on import and refuses to load without those packages: both engines swallow
+errors raised while scoring, and a verifier that cannot import would score its minimum. Checked
+with the engines' own code in their pinned environments by kit/tests/test_export_engines.py.
+Agent tasks (tools) are not exported: the engines run tools through
 their own multi-turn agent loops (verl's tool agent, OpenRLHF's agent_func), which the task's
 environments would have to be ported to.
 """
