@@ -130,6 +130,9 @@ def _plain(value):
 # --- OpenRLHF ------------------------------------------------------------------------------------
 
 
+TOWERS = ("visual", "vision_tower", "vision_model", "audio_tower", "multi_modal_projector")
+
+
 class Parsed(Exception):
     """Raised where train_ppo_ray's train() starts Ray: the arguments, parsed and checked."""
 
@@ -219,8 +222,9 @@ def openrlhf_case(case: dict) -> dict:
         lora_dropout=args.ds.lora.dropout,
         target_modules=args.ds.lora.target_modules,
     )
-    adapted = sorted({n.rsplit(".", 1)[-1] for n, m in actor.model.named_modules()
-                      if isinstance(m, LoraLayer)})  # fmt: skip
+    lora = [n for n, m in actor.model.named_modules() if isinstance(m, LoraLayer)]
+    adapted = sorted({n.rsplit(".", 1)[-1] for n in lora})
+    towers = [n for n in lora if any(part in TOWERS for part in n.split("."))]
     return {
         "args": {
             "target_modules": list(args.ds.lora.target_modules),
@@ -230,6 +234,7 @@ def openrlhf_case(case: dict) -> dict:
             "remote_url": list(args.reward.remote_url),
         },
         "lora_adapted": adapted,
+        "lora_in_towers": towers,
         "datasets": datasets,
         "scores": scores,
     }

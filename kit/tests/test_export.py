@@ -27,6 +27,11 @@ def export_to(root: Path, engine: str, out: Path, *extra: str) -> Path:
         return export.export(argv)
 
 
+def model_option(engine: str, model: Path) -> list[str]:
+    """OpenRLHF's reward file counts tokens with the model's tokenizer: a model that exists."""
+    return ["--model_name_or_path", str(model)] if engine == "openrlhf" else []
+
+
 def load_reward(path: Path, name: str):
     """The reward entry point loaded as both engines load it: a module from its file path."""
     spec = importlib.util.spec_from_file_location(f"exported_{path.parent.name}", path)
@@ -134,13 +139,18 @@ def test_verl_reads_the_rows_and_the_reward_file_scores_as_the_project(
 
 @pytest.mark.parametrize("task", SINGLE_TURN)
 def test_openrlhf_reads_the_rows_and_the_reward_file_scores_as_the_project(
-    task, projects, tokenizers, tmp_path
+    task, projects, tokenizers, tmp_path, tiny_model_dir
 ):
     from datasets import load_dataset
 
     root = projects(task)
     # max_steps x prompts per step rows (OpenRLHF's training file): ROWS of them.
-    out = export_to(root, "openrlhf", tmp_path / "openrlhf", "--max_steps", str(ROWS))
+    # A long max_completion_length: soft_overlong is 0 on these completions whether counted
+    # as characters / 4 (the expected scores) or as the tokenizer's tokens (the reward file;
+    # test_export_engines.py checks that count).
+    out = export_to(root, "openrlhf", tmp_path / "openrlhf", "--max_steps", str(ROWS),
+                    "--max_completion_length", "4096",
+                    *model_option("openrlhf", tiny_model_dir))  # fmt: skip
     # blending_datasets: a .jsonl file is datasets' json loader; PromptDataset's preprocess_data
     # with --data.input_key prompt --data.apply_chat_template --data.label_key label.
     data = load_dataset("json", data_files=str(out / "train.jsonl"))["train"]
@@ -166,7 +176,7 @@ def test_openrlhf_reads_the_rows_and_the_reward_file_scores_as_the_project(
                 for q, p, lb in zip(queries, prompts, labels, strict=True)
             ]
             batch = reward_func(queries, prompts, labels)
-        expected = project_scores(root, completions)
+        expected = project_scores(root, completions, without=("soft_overlong",))  # 0 at 4096
         assert [float(s["rewards"][0]) for s in single] == pytest.approx(expected)
         assert batch["rewards"].tolist() == pytest.approx(expected)
         assert all(0.0 <= float(s) <= 1.0 for s in batch["scores"])
@@ -198,13 +208,15 @@ def test_the_reward_file_finds_a_moved_project_through_the_environment(
 
 
 @pytest.mark.parametrize("engine", export.ENGINES)
-def test_the_launch_example_carries_the_recipes_numbers(engine, projects, tmp_path):
+def test_the_launch_example_carries_the_recipes_numbers(engine, projects, tmp_path, tiny_model_dir):
     root = projects("math")
-    out = export_to(root, engine, tmp_path / engine)
+    out = export_to(root, engine, tmp_path / engine, *model_option(engine, tiny_model_dir))
     text = (out / export.LAUNCH_FILE).read_text()
     recipe = sample_recipe(root)
     training = recipe.training
-    assert recipe.model.model_name_or_path in text
+    assert (
+        str(tiny_model_dir) if engine == "openrlhf" else recipe.model.model_name_or_path
+    ) in text
     assert str(out / export.REWARD_FILE) in text and str(out / export.DATA_FILES[engine][0]) in text
     group = {"verl": f"rollout.n={training.num_generations}",
              "openrlhf": f"--rollout.n_samples_per_prompt {training.num_generations}"}  # fmt: skip
@@ -225,9 +237,8 @@ def test_the_launch_example_carries_the_recipes_numbers(engine, projects, tmp_pa
         assert "trainer.test_freq=" in text and "trainer.test_freq=-1" not in text
         assert "reward.reward_manager.name=dapo" in text  # soft_overlong on verl's token counts
     else:  # names PEFT matches in a list, eval on, the held-out file not cut
-        # (kit/test-model has no config here: the common names, said in a note)
-        assert "--ds.lora.target_modules q_proj k_proj v_proj o_proj gate_proj" in text
-        assert "config cannot be read here" in text
+        assert "--ds.lora.target_modules down_proj gate_proj k_proj o_proj q_proj" in text
+        assert "all-linear" not in text
         assert "--eval.steps " in text and "--data.max_samples" not in text
     assert subprocess.run(["bash", "-n", str(out / export.LAUNCH_FILE)]).returncode == 0
 
@@ -255,17 +266,18 @@ def test_bad_data_writes_nothing(projects, tmp_path):
     assert not (tmp_path / "verl").exists()
 
 
-def test_a_folder_that_is_not_an_export_is_not_replaced(projects, tmp_path):
+def test_a_folder_that_is_not_an_export_is_not_replaced(projects, tmp_path, tiny_model_dir):
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep")
     with pytest.raises(UserError, match="not empty and holds no earlier export"):
-        export_to(projects("math"), "openrlhf", mine)
+        export_to(projects("math"), "openrlhf", mine, *model_option("openrlhf", tiny_model_dir))
     assert (mine / "notes.txt").read_text() == "keep"
     # An earlier export is replaced whole.
-    out = export_to(projects("math"), "openrlhf", tmp_path / "again")
+    model = model_option("openrlhf", tiny_model_dir)
+    out = export_to(projects("math"), "openrlhf", tmp_path / "again", *model)
     (out / "stale.txt").write_text("old")
-    export_to(projects("math"), "openrlhf", out)
+    export_to(projects("math"), "openrlhf", out, *model)
     assert not (out / "stale.txt").exists() and (out / export.REWARD_FILE).is_file()
 
 

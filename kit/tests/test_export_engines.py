@@ -129,62 +129,67 @@ def overrides(root: Path) -> list[str]:
             "--max_steps", str(ROWS), "--max_completion_length", str(MAX_COMPLETION)]  # fmt: skip
 
 
+# The cases: every single-turn task on the kit's default tiny model (Qwen2), and the math task
+# on a tiny Qwen3.5 (a vision-language checkpoint with linear-attention layers: OpenRLHF's LoRA
+# target list must name its language model's layers).
+CASES = {task: (task, {}) for task in SINGLE_TURN} | {
+    "math-qwen3_5": ("math", {"tiny_arch": "qwen3_5", "chat_template": "qwen3_5_think"})
+}
+
+
 @pytest.fixture(scope="module")
-def cases(projects, tmp_path_factory):
-    """Every single-turn task's project, its tiny model, both exports and the completions."""
+def case_for(projects, tmp_path_factory):
+    """`case_for(name, engine)`: the case's project, tiny model, export and completions."""
+    from conftest import make_project
     from grpo_kit.offline.tiny_model import project_tiny_model
+    from test_export import ideal_completions
 
-    made = {}
-    for task in SINGLE_TURN:
-        root = projects(task)
-        base = tmp_path_factory.mktemp(f"engines-{task}")
-        with chdir(root):
-            model = project_tiny_model(base / "model", load(root))
-            recipe_rows = load(root).task
-            from test_export import ideal_completions
+    made: dict = {}
 
-            ideal = ideal_completions(root)[:ROWS]
-        completions = {
-            "ideal": ideal,
-            "wrong": [WRONG] * ROWS,
-            "garbage": [GARBAGE] * ROWS,
-            "long": [LONG_FILLER + text for text in ideal],
-        }
-        outs = {}
-        for engine in export.ENGINES:
-            argv = ["--engine", engine, "--config", RECIPE, "--output-dir", str(base / engine),
-                    "--model_name_or_path", str(model), *overrides(root)]  # fmt: skip
+    def get(name: str, engine: str) -> dict:
+        if name not in made:
+            task, options = CASES[name]
+            base = tmp_path_factory.mktemp(f"engines-{name}")
+            root = make_project(base / "project", task, **options) if options else projects(task)
             with chdir(root):
-                outs[engine] = export.export(argv)
-        made[task] = {"root": root, "model": model, "outs": outs, "completions": completions,
-                      "cwd": base, "rows": recipe_rows}  # fmt: skip
-    return made
-
-
-@pytest.fixture(scope="module")
-def engine_results(cases):
-    """`engine_results(engine)`: engine_checks.py's report for every task (one process)."""
-    reports = {}
-
-    def get(engine: str) -> dict:
-        if engine not in reports:
-            python = engine_python(engine)
-            spec = [{"name": task, "out": str(c["outs"][engine]), "model": str(c["model"]),
-                     "cwd": str(c["cwd"]), "completions": c["completions"]}
-                    for task, c in cases.items()]  # fmt: skip
-            path = next(iter(cases.values()))["cwd"] / f"{engine}-cases.json"
-            path.write_text(json.dumps(spec))
-            env = {**os.environ, "PYTHONPATH": str(KIT_SRC), "HF_HUB_OFFLINE": "1",
-                   "RAY_USAGE_STATS_ENABLED": "0", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
-            env.pop("VIRTUAL_ENV", None)
-            done = subprocess.run([str(python), str(CHECKS), engine, str(path)], env=env,
-                                  capture_output=True, text=True, timeout=900)  # fmt: skip
-            lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULTS ")]
-            assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-6000:]
-            reports[engine] = json.loads(lines[-1].removeprefix("RESULTS "))
-        return reports[engine]
+                model = project_tiny_model(base / "model", load(root))
+            ideal = ideal_completions(root)[:ROWS]
+            completions = {
+                "ideal": ideal,
+                "wrong": [WRONG] * ROWS,
+                "garbage": [GARBAGE] * ROWS,
+                "long": [LONG_FILLER + text for text in ideal],
+            }
+            made[name] = {"root": root, "model": model, "completions": completions,
+                          "cwd": base, "outs": {}}  # fmt: skip
+        case = made[name]
+        if engine not in case["outs"]:
+            argv = ["--engine", engine, "--config", RECIPE, "--output-dir",
+                    str(case["cwd"] / engine), "--model_name_or_path", str(case["model"]),
+                    *overrides(case["root"])]  # fmt: skip
+            with chdir(case["root"]):
+                case["outs"][engine] = export.export(argv)
+        return case
 
     return get
+
+
+def engine_report(engine: str, cases: dict) -> dict:
+    """engine_checks.py's report on every case, in one process of the engine's environment."""
+    python = engine_python(engine)
+    spec = [{"name": name, "out": str(c["outs"][engine]), "model": str(c["model"]),
+             "cwd": str(c["cwd"]), "completions": c["completions"]}
+            for name, c in cases.items()]  # fmt: skip
+    path = next(iter(cases.values()))["cwd"] / f"{engine}-cases.json"
+    path.write_text(json.dumps(spec))
+    env = {**os.environ, "PYTHONPATH": str(KIT_SRC), "HF_HUB_OFFLINE": "1",
+           "RAY_USAGE_STATS_ENABLED": "0", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
+    env.pop("VIRTUAL_ENV", None)
+    done = subprocess.run([str(python), str(CHECKS), engine, str(path)], env=env,
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULTS ")]
+    assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-6000:]
+    return json.loads(lines[-1].removeprefix("RESULTS "))
 
 
 def trl_overlong(tokens: int, weight: float) -> float:
@@ -195,9 +200,14 @@ def trl_overlong(tokens: int, weight: float) -> float:
     return weight * punish([range(tokens)])[0]
 
 
-@pytest.mark.parametrize("task", SINGLE_TURN)
-def test_verl_runs_the_export_with_its_own_config_data_and_reward_path(task, cases, engine_results):
-    case, report = cases[task], engine_results("verl")[task]
+def test_verl_runs_the_export_with_its_own_config_data_and_reward_path(case_for):
+    cases = {name: case_for(name, "verl") for name in CASES}
+    reports = engine_report("verl", cases)
+    for name, case in cases.items():
+        check_verl(case, reports[name])
+
+
+def check_verl(case: dict, report: dict) -> None:
     out = case["outs"]["verl"]
     # main_ppo reads the reward file under reward.custom_reward_function; validate_config passed
     # (vLLM's LoRA-rank query stubbed: it got the recipe's rank).
@@ -224,16 +234,19 @@ def test_verl_runs_the_export_with_its_own_config_data_and_reward_path(task, cas
             else:  # reward-debug's score exactly (soft_overlong 0 in both)
                 assert length[i] == 0.0 and result["tokens"] <= MAX_COMPLETION * 3 // 4
                 want = totals[i]
-            assert result["score"] == pytest.approx(want), (kind, i, result)
+            assert result["score"] == pytest.approx(want), (case["cwd"].name, kind, i, result)
     ideal = [r["score"] for r in report["scores"]["ideal"]]
     assert ideal != [r["score"] for r in report["scores"]["wrong"]]
 
 
-@pytest.mark.parametrize("task", SINGLE_TURN)
-def test_openrlhf_runs_the_export_with_its_own_argparse_data_reward_and_lora(
-    task, cases, engine_results
-):
-    case, report = cases[task], engine_results("openrlhf")[task]
+def test_openrlhf_runs_the_export_with_its_own_argparse_data_reward_and_lora(case_for):
+    cases = {name: case_for(name, "openrlhf") for name in CASES}
+    reports = engine_report("openrlhf", cases)
+    for name, case in cases.items():
+        check_openrlhf(case, reports[name])
+
+
+def check_openrlhf(case: dict, report: dict) -> None:
     args = report["args"]
     assert args["remote_url"] == [str(case["outs"]["openrlhf"] / export.REWARD_FILE)]
     assert args["eval_steps"] > 0
@@ -243,10 +256,30 @@ def test_openrlhf_runs_the_export_with_its_own_argparse_data_reward_and_lora(
     assert report["datasets"]["train"]["rows"] == ROWS
     # The LoRA targets reach PEFT as module names, and every one adapts a layer.
     assert args["target_modules"] and report["lora_adapted"] == sorted(args["target_modules"])
+    assert report["lora_in_towers"] == []  # never a vision tower's layer
+    # The reward file counts the completion's tokens (re-encoded with the model's tokenizer,
+    # eos included): TRL's punishment on that count; reward-debug's score exactly below it.
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(case["model"])
+    weight = export._weights(load_recipe(case["root"])).get("soft_overlong", 0.0)
     for kind, completions in case["completions"].items():
-        totals, _ = expected_scores(case["root"], completions)
+        totals, length = expected_scores(case["root"], completions)
         got = [r["score"] for r in report["scores"][kind]]
-        assert got == pytest.approx(totals), kind
+        tokens = [len(tokenizer(c + tokenizer.eos_token, add_special_tokens=False)["input_ids"])
+                  for c in completions]  # fmt: skip
+        if kind == "long":
+            want = [
+                t - n + trl_overlong(k, weight)
+                for t, n, k in zip(totals, length, tokens, strict=True)
+            ]
+        else:
+            assert all(
+                n == 0.0 and k <= MAX_COMPLETION * 3 // 4
+                for n, k in zip(length, tokens, strict=True)
+            )
+            want = totals
+        assert got == pytest.approx(want), (case["cwd"].name, kind, tokens)
         assert all(0.0 <= r["correct"] <= 1.0 for r in report["scores"][kind])
 
 

@@ -128,6 +128,7 @@ class Scorer:
     correctness: object  # the task's first metric (0-1), OpenRLHF's `scores`
     special_tokens: list[str]
     engine_rewards: tuple[str, ...] = ()  # computed by the engine, not in `score`
+    tokenizer: object = None  # counts OpenRLHF's completion tokens (it passes text only)
 
     @classmethod
     def load(cls, root: Path, snapshot: dict) -> Scorer:
@@ -155,16 +156,16 @@ class Scorer:
         correctness = bind(task.metrics[0][1], settings) if task.metrics else None
         weights = [float(w) for w in snapshot["reward_weights"]]
         keep = [i for i, name in enumerate(names) if name not in engine_rewards]
+        tokenizer = _tokenizer(snapshot["tokenizer"]) if snapshot.get("tokenizer") else None
         return cls([names[i] for i in keep], [funcs[i] for i in keep],
                    [weights[i] for i in keep], correctness,
-                   list(snapshot["special_tokens"]), engine_rewards)  # fmt: skip
+                   list(snapshot["special_tokens"]), engine_rewards, tokenizer)  # fmt: skip
 
-    def score(self, completion: str, row: dict) -> dict[str, float]:
+    def score(self, completion: str, row: dict, completion_ids=None) -> dict[str, float]:
         """{"score": the weighted sum, each reward's value}; a reward that does not apply
-        (None) counts 0 in both."""
-        from ..rewards import call_like_trl
-
-        values = [call_like_trl(func, [completion], [row])[0] for func in self.funcs]
+        (None) counts 0 in both. `completion_ids`: the completion's tokens, as TRL passes them
+        (length rewards count them; without them they estimate characters / 4)."""
+        values = [_call(func, completion, row, completion_ids) for func in self.funcs]
         values = [0.0 if v is None or math.isnan(v) else float(v) for v in values]
         total = sum(w * v for w, v in zip(self.weights, values, strict=True))
         return {"score": total, **dict(zip(self.names, values, strict=True))}
@@ -194,6 +195,16 @@ class Scorer:
             text = text.replace(token, "")
         return text
 
+    def token_ids(self, query: str, prompt: str):
+        """The completion's token ids, re-encoded from OpenRLHF's query (the completion with
+        its special tokens, eos included, as generated); None without a tokenizer."""
+        if self.tokenizer is None:
+            return None
+        start = (
+            len(prompt) if query.startswith(prompt) else len(os.path.commonprefix([query, prompt]))
+        )
+        return self.tokenizer(query[start:], add_special_tokens=False)["input_ids"]
+
     def openrlhf(self, queries: list[str], prompts: list[str], labels: list[str]) -> dict:
         """OpenRLHF's `reward_func`: rewards (the weighted sum), scores (the task's correctness,
         0-1, what dynamic filtering reads) and each reward in extra_logs."""
@@ -203,7 +214,8 @@ class Scorer:
         for query, prompt, label in zip(queries, prompts, labels, strict=True):
             row = json.loads(label)
             completion = self.response(query, prompt)
-            results.append(self.score(completion, row))
+            ids = self.token_ids(query, prompt)
+            results.append(self.score(completion, row, ids))
             scores.append(self.correct(completion, row))
         logs = {name: torch.tensor([r[name] for r in results]) for name in self.names}
         return {
@@ -211,6 +223,41 @@ class Scorer:
             "scores": torch.tensor(scores, dtype=torch.float),
             "extra_logs": logs,
         }
+
+
+def _call(func, completion: str, row: dict, completion_ids=None):
+    """One completion scored as GRPOTrainer calls a reward (`rewards.call_like_trl`), with its
+    token ids when the engine gives them."""
+    from ..rewards import call_like_trl
+
+    if completion_ids is None:
+        return call_like_trl(func, [completion], [row])[0]
+    from ..rewards.base import TRL_RESERVED_COLUMNS
+
+    columns = {k: [v] for k, v in row.items() if k not in TRL_RESERVED_COLUMNS}
+    return func(
+        prompts=[row.get("prompt", [])],
+        completions=[[{"role": "assistant", "content": completion}]],
+        completion_ids=[list(completion_ids)],
+        trainer_state=None,
+        log_extra=lambda *args, **kwargs: None,
+        log_metric=lambda *args, **kwargs: None,
+        **columns,
+    )[0]
+
+
+def _tokenizer(name: str):
+    """The model's tokenizer (OpenRLHF's token counts); a clear error when it cannot load."""
+    try:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(name)
+    except Exception as err:  # noqa: BLE001 - one line naming the fix
+        raise UserError(
+            f"the exported reward counts completion tokens with {name}'s tokenizer, which cannot "
+            f"be loaded here ({type(err).__name__}): make the model reachable where the reward "
+            "workers run"
+        ) from err
 
 
 # --- the data -----------------------------------------------------------------------------------
@@ -288,6 +335,10 @@ def snapshot(recipe, out: Path, engine: str) -> dict:
         "max_completion_length": training.max_completion_length,
         "special_tokens": special_tokens(project),
         "engine_rewards": [n for n in ENGINE_LENGTH_REWARDS[engine] if n in names],
+        # OpenRLHF passes text only: length rewards count the model tokenizer's tokens.
+        "tokenizer": recipe.model.model_name_or_path
+        if engine == "openrlhf" and any(n in LENGTH_DEPENDENCIES for n in names)
+        else None,
     }
 
 
@@ -499,9 +550,9 @@ def not_mapped(recipe, engine: str) -> list[str]:
     if engine == "openrlhf" and length:
         notes.append(
             f"{', '.join(length)}: OpenRLHF passes the reward function text only, so the reward "
-            "file counts tokens as characters / 4 (as `grpo reward-debug` does), not the "
-            "completion's token count as training does: the score differs where that estimate "
-            "and the real count fall on different sides of the buffer's start or differ inside it"
+            "file counts the completion's tokens by re-encoding its text (special tokens and eos "
+            "included) with the model's tokenizer: the count differs from training's only where "
+            "the model sampled a tokenization the tokenizer would not produce"
         )
     if engine == "openrlhf" and n.top_k:
         notes.append(f"top_k {n.top_k}: OpenRLHF's rollout options have no top_k")
