@@ -836,7 +836,9 @@ def launch_script(
         "#",
         *(f"# {part}" for part in _wrap(MAPPING[engine])),
         "#",
-        "# Not mapped:" if notes else "# Every recipe setting above has a counterpart.",
+        "# Not mapped, or scored differently from training:"
+        if notes
+        else "# Every recipe setting above has a counterpart.",
         *(
             f"#   {'-' if i == 0 else ' '} {line}"
             for note in notes
