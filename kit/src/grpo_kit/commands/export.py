@@ -18,7 +18,7 @@ The engines' contracts (their public source, not their code):
 - verl (`verl/utils/dataset/rl_dataset.py`, its reward managers): parquet rows with
   `data_source`, `prompt` (chat messages), `ability`, `reward_model` (`style`, `ground_truth`)
   and `extra_info` (`split`, `index`; here also `columns`, the JSON of every column the rewards
-  read); `custom_reward_function.path=reward.py` with `name=compute_score`, called as
+  read); `reward.custom_reward_function.path=reward.py` with `name=compute_score`, called as
   `compute_score(data_source=, solution_str=, ground_truth=, extra_info=)` on the completion
   decoded without special tokens; it may return a dict with `score` and values to log.
 - OpenRLHF (`openrlhf/datasets/prompts_dataset.py`, the remote reward function): JSONL rows read
@@ -28,9 +28,15 @@ The engines' contracts (their public source, not their code):
   (they are removed here, as TRL's decoding does) and returns `rewards`, `scores` (0-1, for
   dynamic filtering: the task's correctness) and `extra_logs`.
 
-The reward file imports grpo-kit and the project: install both where the engine's reward workers
-run (`pip install -e .` in this folder on every node), and set GRPO_PROJECT_ROOT when the export
-folder leaves the project. Agent tasks (tools) are not exported: the engines run tools through
+The reward file imports grpo-kit and the project where the engine's reward workers run. The
+engines pin their own training stack (verl 0.9.1: transformers <5.11; OpenRLHF 0.11.2: ==5.15.0),
+which the kit's training pins do not fit, and the reward path needs none of it: `pip install
+--no-deps grpo-kit` plus REWARD_DEPENDENCIES (and trl for soft_overlong where the engine does not
+compute it itself); set GRPO_PROJECT_ROOT when the export folder leaves the project. The file loads
+the project's rewards on import and refuses to load without those packages: both engines swallow
+errors raised while scoring, and a verifier that cannot import would score its minimum. Checked
+with the engines' own code in their pinned environments by kit/tests/test_export_engines.py.
+Agent tasks (tools) are not exported: the engines run tools through
 their own multi-turn agent loops (verl's tool agent, OpenRLHF's agent_func), which the task's
 environments would have to be ported to.
 """
@@ -83,6 +89,35 @@ def parse_args(argv: Sequence[str] | None):
 # --- what the reward file runs (imported by the written reward.py) ------------------------------
 
 
+# The packages the kit's verifiers import when they first score (math-verify, jsonschema) and
+# the one soft_overlong imports (TRL's punishment): a reward that cannot import its verifier
+# would score every completion its minimum with only a warning, so the reward file refuses to
+# load without them. module -> the requirement to install (grpo-kit's pins).
+REWARD_DEPENDENCIES = {"math_verify": "math-verify>=0.9,<0.10", "jsonschema": "jsonschema>=4.20,<5"}
+LENGTH_DEPENDENCIES = {"soft_overlong": ("trl", "trl>=1.15,<1.17")}
+
+
+def missing_reward_dependencies(names: Sequence[str]) -> list[str]:
+    """The requirements of the reward path that cannot be imported here."""
+    import importlib.util
+
+    wanted = dict(REWARD_DEPENDENCIES)
+    wanted.update(dict(LENGTH_DEPENDENCIES[n] for n in names if n in LENGTH_DEPENDENCIES))
+    return [req for module, req in wanted.items() if importlib.util.find_spec(module) is None]
+
+
+def require_reward_dependencies(names: Sequence[str]) -> None:
+    missing = missing_reward_dependencies(names)
+    if missing:
+        raise UserError(
+            "the exported reward cannot score without "
+            + ", ".join(missing)
+            + " (its rewards would all score their minimum): pip install "
+            + " ".join(f"'{m}'" for m in missing)
+            + " where the engine's reward workers run"
+        )
+
+
 @dataclass
 class Scorer:
     """The recipe's rewards, bound to its settings, with its weights: what GRPOTrainer sums."""
@@ -92,6 +127,8 @@ class Scorer:
     weights: list[float]
     correctness: object  # the task's first metric (0-1), OpenRLHF's `scores`
     special_tokens: list[str]
+    engine_rewards: tuple[str, ...] = ()  # computed by the engine, not in `score`
+    tokenizer: object = None  # counts OpenRLHF's completion tokens (it passes text only)
 
     @classmethod
     def load(cls, root: Path, snapshot: dict) -> Scorer:
@@ -101,6 +138,10 @@ class Scorer:
 
         project = load_project(root)
         task = project.task
+        engine_rewards = tuple(snapshot.get("engine_rewards", ()))
+        require_reward_dependencies(
+            [n for n in snapshot["reward_funcs"] if n not in engine_rewards]
+        )
         if task.name != snapshot["task"]:
             raise UserError(
                 f"{root}: the project's task is {task.name}, the export was written for "
@@ -114,14 +155,17 @@ class Scorer:
         funcs = resolve(names, task.reward_table, settings)
         correctness = bind(task.metrics[0][1], settings) if task.metrics else None
         weights = [float(w) for w in snapshot["reward_weights"]]
-        return cls(names, funcs, weights, correctness, list(snapshot["special_tokens"]))
+        keep = [i for i, name in enumerate(names) if name not in engine_rewards]
+        tokenizer = _tokenizer(snapshot["tokenizer"]) if snapshot.get("tokenizer") else None
+        return cls([names[i] for i in keep], [funcs[i] for i in keep],
+                   [weights[i] for i in keep], correctness,
+                   list(snapshot["special_tokens"]), engine_rewards, tokenizer)  # fmt: skip
 
-    def score(self, completion: str, row: dict) -> dict[str, float]:
+    def score(self, completion: str, row: dict, completion_ids=None) -> dict[str, float]:
         """{"score": the weighted sum, each reward's value}; a reward that does not apply
-        (None) counts 0 in both."""
-        from ..rewards import call_like_trl
-
-        values = [call_like_trl(func, [completion], [row])[0] for func in self.funcs]
+        (None) counts 0 in both. `completion_ids`: the completion's tokens, as TRL passes them
+        (length rewards count them; without them they estimate characters / 4)."""
+        values = [_call(func, completion, row, completion_ids) for func in self.funcs]
         values = [0.0 if v is None or math.isnan(v) else float(v) for v in values]
         total = sum(w * v for w, v in zip(self.weights, values, strict=True))
         return {"score": total, **dict(zip(self.names, values, strict=True))}
@@ -151,6 +195,16 @@ class Scorer:
             text = text.replace(token, "")
         return text
 
+    def token_ids(self, query: str, prompt: str):
+        """The completion's token ids, re-encoded from OpenRLHF's query (the completion with
+        its special tokens, eos included, as generated); None without a tokenizer."""
+        if self.tokenizer is None:
+            return None
+        start = (
+            len(prompt) if query.startswith(prompt) else len(os.path.commonprefix([query, prompt]))
+        )
+        return self.tokenizer(query[start:], add_special_tokens=False)["input_ids"]
+
     def openrlhf(self, queries: list[str], prompts: list[str], labels: list[str]) -> dict:
         """OpenRLHF's `reward_func`: rewards (the weighted sum), scores (the task's correctness,
         0-1, what dynamic filtering reads) and each reward in extra_logs."""
@@ -160,7 +214,8 @@ class Scorer:
         for query, prompt, label in zip(queries, prompts, labels, strict=True):
             row = json.loads(label)
             completion = self.response(query, prompt)
-            results.append(self.score(completion, row))
+            ids = self.token_ids(query, prompt)
+            results.append(self.score(completion, row, ids))
             scores.append(self.correct(completion, row))
         logs = {name: torch.tensor([r[name] for r in results]) for name in self.names}
         return {
@@ -168,6 +223,41 @@ class Scorer:
             "scores": torch.tensor(scores, dtype=torch.float),
             "extra_logs": logs,
         }
+
+
+def _call(func, completion: str, row: dict, completion_ids=None):
+    """One completion scored as GRPOTrainer calls a reward (`rewards.call_like_trl`), with its
+    token ids when the engine gives them."""
+    from ..rewards import call_like_trl
+
+    if completion_ids is None:
+        return call_like_trl(func, [completion], [row])[0]
+    from ..rewards.base import TRL_RESERVED_COLUMNS
+
+    columns = {k: [v] for k, v in row.items() if k not in TRL_RESERVED_COLUMNS}
+    return func(
+        prompts=[row.get("prompt", [])],
+        completions=[[{"role": "assistant", "content": completion}]],
+        completion_ids=[list(completion_ids)],
+        trainer_state=None,
+        log_extra=lambda *args, **kwargs: None,
+        log_metric=lambda *args, **kwargs: None,
+        **columns,
+    )[0]
+
+
+def _tokenizer(name: str):
+    """The model's tokenizer (OpenRLHF's token counts); a clear error when it cannot load."""
+    try:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(name)
+    except Exception as err:  # noqa: BLE001 - one line naming the fix
+        raise UserError(
+            f"the exported reward counts completion tokens with {name}'s tokenizer, which cannot "
+            f"be loaded here ({type(err).__name__}): make the model reachable where the reward "
+            "workers run"
+        ) from err
 
 
 # --- the data -----------------------------------------------------------------------------------
@@ -229,8 +319,9 @@ def special_tokens(project: Project) -> list[str]:
     return TOKENS[project.chat_template].all if project.chat_template in TOKENS else []
 
 
-def snapshot(recipe, out: Path) -> dict:
-    """The recipe values the reward file needs, frozen now."""
+def snapshot(recipe, out: Path, engine: str) -> dict:
+    """The recipe values the reward file needs, frozen now. `engine_rewards`: the rewards the
+    engine computes itself (ENGINE_LENGTH_REWARDS), left out of the file's score."""
     project, training = recipe.project, recipe.training
     names = list(recipe.script.reward_funcs)
     weights = list(training.reward_weights or [1.0] * len(names))[: len(names)]
@@ -243,6 +334,11 @@ def snapshot(recipe, out: Path) -> dict:
         "task_arguments": {name: _plain(getattr(recipe.task, name)) for name in fields},
         "max_completion_length": training.max_completion_length,
         "special_tokens": special_tokens(project),
+        "engine_rewards": [n for n in ENGINE_LENGTH_REWARDS[engine] if n in names],
+        # OpenRLHF passes text only: length rewards count the model tokenizer's tokens.
+        "tokenizer": recipe.model.model_name_or_path
+        if engine == "openrlhf" and any(n in LENGTH_DEPENDENCIES for n in names)
+        else None,
     }
 
 
@@ -285,6 +381,11 @@ def scorer() -> Scorer:
 
 
 {function}
+
+
+# Loaded now: a missing project or verifier package fails the engine's load of this file (the
+# engines swallow errors raised while scoring: a reward would silently score its minimum).
+scorer()
 '''
 
 VERL_FUNCTION = '''\
@@ -345,6 +446,7 @@ class Numbers:
     chat_template_kwargs: dict
     loss_type: str
     scale_rewards: str
+    eval_steps: int  # validate on the held-out file every eval_steps steps (see eval_every)
 
 
 def numbers(recipe) -> Numbers:
@@ -390,7 +492,19 @@ def numbers(recipe) -> Numbers:
         chat_template_kwargs=dict(training.chat_template_kwargs or {}),
         loss_type=str(training.loss_type),
         scale_rewards=str(training.scale_rewards),
+        eval_steps=eval_every(training),
     )
+
+
+def eval_every(training) -> int:
+    """How often the engine validates on the held-out file: the recipe's eval_steps when it
+    evaluates during training (a fraction of max_steps as TRL reads it), else once at the end
+    (max_steps; both engines also score the held-out file before training when asked)."""
+    steps = max(1, int(training.max_steps)) if training.max_steps and training.max_steps > 0 else 1
+    if getattr(training, "eval_strategy", "no") in ("no", None) or not training.eval_steps:
+        return steps
+    value = float(training.eval_steps)
+    return max(1, math.ceil(value * steps) if value < 1 else int(value))
 
 
 # TRL's loss normalisation -> the engines' loss aggregation (None: no equivalent).
@@ -428,6 +542,18 @@ def not_mapped(recipe, engine: str) -> list[str]:
             "vllm_importance_sampling_correction: the engines have their own rollout "
             "correction options (verl: algorithm.rollout_correction; OpenRLHF: see its docs)"
         )
+    if engine == "openrlhf" and n.lora_rank:
+        note = lora_module_names(n.lora_targets, n.model)[1]
+        if note:
+            notes.append(note)
+    length = [name for name in recipe.script.reward_funcs if name in LENGTH_DEPENDENCIES]
+    if engine == "openrlhf" and length:
+        notes.append(
+            f"{', '.join(length)}: OpenRLHF passes the reward function text only, so the reward "
+            "file counts the completion's tokens by re-encoding its text (special tokens and eos "
+            "included) with the model's tokenizer: the count differs from training's only where "
+            "the model sampled a tokenization the tokenizer would not produce"
+        )
     if engine == "openrlhf" and n.top_k:
         notes.append(f"top_k {n.top_k}: OpenRLHF's rollout options have no top_k")
     if engine == "openrlhf" and n.chat_template_kwargs:
@@ -450,14 +576,18 @@ def _hydra(value) -> str:
     return "'" + text.replace("'", "\\'") + "'"
 
 
-def verl_launch(recipe, out: Path, files: tuple[str, str]) -> list[str]:
-    """`python3 -m verl.trainer.main_ppo` with GRPO and the recipe's numbers (verl 0.5+ keys;
-    `custom_reward_function` is also read by verl 0.9, which moves it under `reward`)."""
+def verl_launch(recipe, out: Path, files: tuple[str, str], train_rows: int = 0) -> list[str]:
+    """`python3 -m verl.trainer.main_ppo` with GRPO and the recipe's numbers (checked against
+    verl 0.9.1: its `ppo_trainer.yaml` and `validate_config`). The reward file goes under
+    `reward.custom_reward_function`, the only place `main_ppo` reads it (the top-level
+    `custom_reward_function` is migrated only by `fully_async_main`)."""
     n = numbers(recipe)
     actor = "actor_rollout_ref.actor"
+    # The reference model (and its log-prob micro batch) exists only when KL is on.
     kl = ([f"{actor}.use_kl_loss=True", f"{actor}.kl_loss_coef={n.beta}",
-           f"{actor}.kl_loss_type=low_var_kl"] if n.beta > 0
-          else [f"{actor}.use_kl_loss=False"])  # fmt: skip
+           f"{actor}.kl_loss_type=low_var_kl",
+           f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={n.micro_batch}"]
+          if n.beta > 0 else [f"{actor}.use_kl_loss=False"])  # fmt: skip
     lora = (
         [f"actor_rollout_ref.model.lora_rank={n.lora_rank}",
          f"actor_rollout_ref.model.lora_alpha={n.lora_alpha}",
@@ -496,14 +626,48 @@ def verl_launch(recipe, out: Path, files: tuple[str, str]) -> list[str]:
         f"actor_rollout_ref.rollout.top_p={n.top_p}",
         f"actor_rollout_ref.rollout.top_k={n.top_k or -1}",
         f"actor_rollout_ref.rollout.gpu_memory_utilization={n.gpu_memory_utilization}",
-        f"custom_reward_function.path={out / REWARD_FILE}",
-        "custom_reward_function.name=compute_score",
+        f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={n.micro_batch}",
+        f"reward.custom_reward_function.path={out / REWARD_FILE}",
+        f"reward.custom_reward_function.name={ENTRY_POINTS['verl']}",
+        *verl_length_rewards(recipe),
         f"trainer.total_training_steps={n.steps}",
         f"trainer.save_freq={n.save_steps}",
+        f"trainer.test_freq={n.eval_steps}",
         f"trainer.n_gpus_per_node={n.gpus_per_node}",
         f"trainer.nnodes={n.nodes}",
         f"data.seed={n.seed}",
         "trainer.logger=[console]",
+    ]
+
+
+# Length rewards an engine computes itself from its own token counts (verl: the DAPO reward
+# manager's overlong buffer, the same formula as TRL's get_soft_overlong_punishment on the
+# response's token count); the reward file leaves them out of its score for that engine.
+ENGINE_LENGTH_REWARDS = {"verl": ("soft_overlong",), "openrlhf": ()}
+
+
+def _weights(recipe) -> dict[str, float]:
+    names = list(recipe.script.reward_funcs)
+    weights = list(recipe.training.reward_weights or [1.0] * len(names))[: len(names)]
+    return {name: float(w) for name, w in zip(names, weights, strict=True)}
+
+
+def verl_length_rewards(recipe) -> list[str]:
+    """soft_overlong through verl's DAPO reward manager: TRL's soft overlong punishment with its
+    buffer (the last quarter of max_completion_length) on the response's token count, scaled by
+    the reward's weight (penalty_factor), added to the reward file's score."""
+    weights = _weights(recipe)
+    if "soft_overlong" not in weights:
+        return []
+    limit = recipe.training.max_completion_length
+    kwargs = "+reward.reward_kwargs"
+    return [
+        "reward.reward_manager.name=dapo",
+        f"{kwargs}.max_resp_len={limit}",
+        f"{kwargs}.overlong_buffer_cfg.enable=True",
+        f"{kwargs}.overlong_buffer_cfg.len={max(1, limit // 4)}",
+        f"{kwargs}.overlong_buffer_cfg.penalty_factor={weights['soft_overlong']}",
+        f"{kwargs}.overlong_buffer_cfg.log=True",
     ]
 
 
@@ -514,20 +678,25 @@ def _targets(value):
     return value
 
 
-def openrlhf_launch(recipe, out: Path, files: tuple[str, str]) -> list[str]:
+def openrlhf_launch(recipe, out: Path, files: tuple[str, str], train_rows: int) -> list[str]:
     """`python3 -m openrlhf.cli.train_ppo_ray` (OpenRLHF 0.11's dotted options) with group
     normalisation (GRPO) and the recipe's numbers; run it through `ray job submit`."""
     n = numbers(recipe)
     gpus = n.gpus_per_node
     kl = (["--algo.kl.use_loss", f"--algo.kl.init_coef {n.beta}", "--algo.kl.estimator k3"]
           if n.beta > 0 else ["--algo.kl.init_coef 0"])  # fmt: skip
+    # --ds.lora.target_modules is nargs="*": PEFT gets a list, whose entries are module names
+    # (a pattern or "all-linear" would match nothing), so the recipe's targets are spelled out.
     lora = (
         [f"--ds.lora.rank {n.lora_rank}", f"--ds.lora.alpha {n.lora_alpha}",
-          "--ds.lora.target_modules " + " ".join(_as_list(_targets(n.lora_targets)))]
+          "--ds.lora.target_modules " + " ".join(lora_module_names(n.lora_targets, n.model)[0])]
         if n.lora_rank else []
     )  # fmt: skip
     agg = OPENRLHF_LOSS_AGG.get(n.loss_type)
     warmup = n.warmup_steps / n.steps if n.steps > 0 else 0.0
+    # max_steps: the training file holds max_steps x prompts per step rows (repeated over
+    # episodes when the data is shorter); --data.max_samples would also cut the held-out file.
+    episodes = openrlhf_episodes(n, train_rows)
     return [
         "python3 -m openrlhf.cli.train_ppo_ray",
         f"--actor.model_name_or_path {n.model}",
@@ -551,8 +720,8 @@ def openrlhf_launch(recipe, out: Path, files: tuple[str, str]) -> list[str]:
         f"--train.batch_size {n.prompts_per_step * n.group}",
         f"--train.micro_batch_size {n.micro_batch}",
         f"--train.max_epochs {n.epochs}",
-        "--train.num_episodes 1",
-        f"--data.max_samples {n.prompts_per_step * n.steps}",
+        f"--train.num_episodes {episodes}",
+        f"--eval.steps {n.eval_steps}",
         f"--data.max_len {n.max_prompt + n.max_completion}",
         f"--rollout.max_new_tokens {n.max_completion}",
         f"--rollout.temperature {n.temperature}",
@@ -579,7 +748,13 @@ MAPPING = {
         "max_response_length; epsilon / epsilon_high -> clip_ratio_low / high; beta -> "
         "kl_loss_coef (k3: low_var_kl); loss_type -> loss_agg_mode; scale_rewards -> "
         "norm_adv_by_std_in_grpo; lora_r / lora_alpha -> lora_rank / lora_alpha; max_steps -> "
-        "total_training_steps; the tier's GPUs -> trainer.n_gpus_per_node / nnodes"
+        "total_training_steps; the tier's GPUs -> trainer.n_gpus_per_node / nnodes. "
+        "verl's choices: the reward file under reward.custom_reward_function (the key main_ppo "
+        "reads); per_device_train_batch_size -> the actor's, the rollout's and (KL on) the "
+        "reference's log-prob micro batch per GPU (validate_config demands them); eval_steps "
+        "(or max_steps when the recipe does not evaluate) -> trainer.test_freq on data.val_files; "
+        "soft_overlong -> the DAPO reward manager's overlong buffer (the same punishment on "
+        "verl's response token count, weight -> penalty_factor), so reward.py leaves it out"
     ),
     "openrlhf": (
         "the recipe -> OpenRLHF: num_generations -> rollout.n_samples_per_prompt; prompts per "
@@ -587,18 +762,71 @@ MAPPING = {
         "-> rollout.max_new_tokens, data.max_len = max_prompt_tokens + max_completion_length "
         "(OpenRLHF truncates longer prompts from the left, TRL's project drops them); epsilon / "
         "epsilon_high -> actor.eps_clip_low_high; beta -> algo.kl.init_coef (k3 as a loss); "
-        "scale_rewards none -> algo.advantage.no_std_norm; max_steps -> data.max_samples = "
-        "max_steps x prompts per step, one episode; warmup_steps -> lr_warmup_ratio"
+        "scale_rewards none -> algo.advantage.no_std_norm; max_steps -> the training file "
+        "holds max_steps x prompts per step rows (train.num_episodes repeats a shorter one; "
+        "no data.max_samples, which would also cut the held-out file); eval_steps (or "
+        "max_steps) -> eval.steps on eval.dataset; warmup_steps -> lr_warmup_ratio; "
+        "lora_target_modules -> the names of the layers they select (ds.lora.target_modules "
+        "takes a list, which PEFT matches by name, never as a pattern)"
     ),
 }
+
+
+def openrlhf_rows(n: Numbers) -> int:
+    """The training rows OpenRLHF reads for max_steps: max_steps x prompts per step (its
+    steps are rows x samples per prompt / train batch x episodes)."""
+    return max(1, n.prompts_per_step * max(1, n.steps))
+
+
+def openrlhf_episodes(n: Numbers, train_rows: int) -> int:
+    return max(1, math.ceil(openrlhf_rows(n) / max(1, train_rows)))
+
+
+# Linear layers of the common decoder families: OpenRLHF's targets when the model's config
+# cannot be read where the export runs.
+COMMON_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def lora_module_names(targets, model: str) -> tuple[list[str], str | None]:
+    """(module names, a note or None): the recipe's LoRA targets (all-linear, a pattern, or
+    names) as the names of the model's layers they select, what PEFT's list form matches
+    (exact names or name suffixes). The model is built on the meta device from its config (no
+    weights); without its config, names pass through and a pattern becomes COMMON_LINEAR."""
+    from ..backends.transformers import in_tower, matches, model_modules
+
+    found = model_modules(model)
+    if found is None:
+        if isinstance(targets, list | tuple) and not (
+            len(targets) == 1 and targets[0] == "all-linear"
+        ):
+            return [str(t) for t in targets], None
+        return list(COMMON_LINEAR), (
+            f"lora_target_modules {targets}: {model}'s config cannot be read here, so OpenRLHF "
+            f"gets {' '.join(COMMON_LINEAR)}; check them against the model's layers"
+        )
+    _, modules = found
+    pattern = _targets(targets)
+    leaves = sorted(
+        {name.rsplit(".", 1)[-1] for name, linear in modules.items()
+         if linear and not in_tower(name) and not name.endswith("lm_head")
+         and matches(pattern, name)}
+    )  # fmt: skip
+    if not leaves:
+        raise UserError(
+            f"lora_target_modules {targets} select no linear layer of {model}: set "
+            "lora_target_modules in configs/local.yaml"
+        )
+    return leaves, None
 
 
 def _as_list(value) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list | tuple) else [str(value)]
 
 
-def launch_script(recipe, engine: str, out: Path, files: tuple[str, str]) -> str:
-    command = (verl_launch if engine == "verl" else openrlhf_launch)(recipe, out, files)
+def launch_script(
+    recipe, engine: str, out: Path, files: tuple[str, str], train_rows: int = 0
+) -> str:
+    command = (verl_launch if engine == "verl" else openrlhf_launch)(recipe, out, files, train_rows)
     notes = not_mapped(recipe, engine)
     lines = [
         "#!/usr/bin/env bash",
@@ -608,7 +836,9 @@ def launch_script(recipe, engine: str, out: Path, files: tuple[str, str]) -> str
         "#",
         *(f"# {part}" for part in _wrap(MAPPING[engine])),
         "#",
-        "# Not mapped:" if notes else "# Every recipe setting above has a counterpart.",
+        "# Not mapped, or scored differently from training:"
+        if notes
+        else "# Every recipe setting above has a counterpart.",
         *(
             f"#   {'-' if i == 0 else ' '} {line}"
             for note in notes
@@ -676,6 +906,8 @@ def export(argv: Sequence[str] | None = None) -> Path:
     script = recipe.script
     splits = (script.dataset_train_split, script.dataset_test_split)
     train = export_rows(recipe, splits[0], cap=True)
+    if engine == "openrlhf":  # the rows max_steps reads, repeated over episodes if fewer
+        train = train[: openrlhf_rows(numbers(recipe))]
     test = export_rows(recipe, splits[1], cap=False)  # a Hub dataset without it: one clear error
     same = splits[0] == splits[1] or _local(script.dataset_name)
     make = ROW_FORMATS[engine]
@@ -683,7 +915,7 @@ def export(argv: Sequence[str] | None = None) -> Path:
         [make(row, i, split, script.dataset_name, task.name) for i, row in enumerate(rows)]
         for split, rows in zip(splits, (train, test), strict=True)
     ]
-    values = snapshot(recipe, out)
+    values = snapshot(recipe, out, engine)
     Scorer.load(project.root, values)  # the rewards resolve now, not on the cluster
     staging = out.with_name(f".{out.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
@@ -692,7 +924,9 @@ def export(argv: Sequence[str] | None = None) -> Path:
         write_rows(staging / name, rows)
     (staging / REWARD_FILE).write_text(reward_source(engine, values), encoding="utf-8")
     launch = staging / LAUNCH_FILE
-    launch.write_text(launch_script(recipe, engine, out, files), encoding="utf-8")
+    launch.write_text(
+        launch_script(recipe, engine, out, files, len(formatted[0])), encoding="utf-8"
+    )
     launch.chmod(0o755)
     shutil.rmtree(out, ignore_errors=True)
     staging.rename(out)
