@@ -1,8 +1,8 @@
 """`grpo export` checked by the engines' own code, in each engine's own pinned environment:
 
-* `.venvs/verl`: verl 0.9.1 as its wheel pins it (transformers <5.11, so not this suite's
-  environment), with the CPU torch;
-* `.venvs/openrlhf`: OpenRLHF 0.11.2 `--no-deps` plus its light dependencies as pinned
+* `engines/verl` in the kit's cache (`~/.cache/grpo-kit`): verl 0.9.1 as its wheel pins it
+  (transformers <5.11, so not this suite's environment), with the CPU torch;
+* `engines/openrlhf`: OpenRLHF 0.11.2 `--no-deps` plus its light dependencies as pinned
   (transformers 5.15.0, ray 2.55.0, DeepSpeed 0.19.6 without its CUDA ops; flash-attn and vLLM do
   not build without CUDA and are stubbed by engine_checks.py);
 
@@ -45,7 +45,14 @@ from test_export import ROWS, SINGLE_TURN, WRONG
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]  # the template's checkout (kit/tests/..)
-VENVS = Path(os.environ.get("GRPO_ENGINE_VENVS", ROOT / ".venvs"))
+# Built once per machine (every clone and CI run of this machine reuses them; a stamp rebuilds one
+# when its requirements change), beside the kit's other per-machine cache.
+VENVS = Path(
+    os.environ.get(
+        "GRPO_ENGINE_VENVS",
+        Path(os.environ.get("GRPO_KIT_CACHE", Path.home() / ".cache" / "grpo-kit")) / "engines",
+    )
+)
 KIT_SRC = Path(export.__file__).resolve().parents[2]
 CHECKS = Path(__file__).with_name("engine_checks.py")
 REWARD_PATH = [*export.REWARD_DEPENDENCIES.values(), "pyyaml>=6", "rich>=13", "filelock>=3.12"]

@@ -123,7 +123,8 @@ def api_problems(path: Path, source: str | None = None) -> list[str]:
 
 
 def test_the_api_page_names_every_public_module():
-    page = (Path(__file__).resolve().parents[1] / "src" / "grpo_kit" / "docs" / "api.md").read_text(encoding="utf-8")
+    docs = Path(__file__).resolve().parents[1] / "src" / "grpo_kit" / "docs"
+    page = (docs / "api.md").read_text(encoding="utf-8")
     for module in PUBLIC_MODULES:
         short = module.rsplit(".", 1)[1] if module.startswith("grpo_kit.backends.") else module
         assert f"`{short}`" in page or f"`.{short}`" in page, module
