@@ -24,6 +24,7 @@ test_size: 0.2
 prompt_column: prompt
 chosen_column: chosen
 rejected_column: rejected
+system_prompt: You solve math problems.
 as_chat: true
 accuracy_target: 0.8
 model_name_or_path: kit/test-model
@@ -89,10 +90,15 @@ def test_the_system_prompt_is_the_tasks_unless_the_recipe_sets_one(reward_projec
     scores, without a copy in configs/reward_model.yaml (issue 37)."""
     from grpo_kit.project import load
 
-    script = parse_reward_recipe(["--config", RECIPE, "--use_cpu", "true"])[0]
+    written = reward_project / RECIPE
+    generated = reward_project / "configs" / "generated_reward_model.yaml"  # as the template
+    generated.write_text(  # writes it: no system prompt
+        written.read_text().replace("system_prompt: You solve math problems.\n", "")
+    )
+    script = parse_reward_recipe(["--config", str(generated), "--use_cpu", "true"])[0]
     assert script.system_prompt == load().task.system_prompt
-    own = parse_reward_recipe(["--config", RECIPE, "--use_cpu", "true", "--system_prompt", "Hi"])
-    assert own[0].system_prompt == "Hi"
+    own = parse_reward_recipe(["--config", RECIPE, "--use_cpu", "true"])[0]  # a recipe's own
+    assert own.system_prompt == "You solve math problems."
 
 
 def test_the_sample_pairs_pass_the_checks_and_become_chats():
