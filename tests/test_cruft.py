@@ -277,11 +277,18 @@ def test_a_kit_only_fix_reaches_a_project_as_its_pin_alone(tmp_path, venv):
     assert_ok(cruft(project, "update", "--skip-apply-ask"))
     after = {p: p.read_text() for p in project.rglob("*") if p.is_file() and ".git" not in p.parts}
     changed = sorted(str(p.relative_to(project)) for p in after if after[p] != before.get(p))
-    assert changed == [".cruft.json", "pyproject.toml"], changed
+    # The README names the pinned kit (its manual is that version's): only the version moves.
+    assert changed == [".cruft.json", "README.md", "pyproject.toml"], changed
     diff = subprocess.run(["git", "diff", "HEAD", "-U0", "pyproject.toml"], cwd=project,
                           capture_output=True, text=True).stdout  # fmt: skip
     edits = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in "+++---"]
     assert edits == [f'-    "grpo-kit=={version}",', f'+    "grpo-kit=={bumped}",'], edits
+    readme = subprocess.run(["git", "diff", "HEAD", "-U0", "README.md"], cwd=project,
+                            capture_output=True, text=True).stdout  # fmt: skip
+    lines = [line for line in readme.splitlines() if line[:1] in "+-" and line[:3] not in "+++---"]
+    removed = [line[1:] for line in lines if line.startswith("-")]
+    added = [line[1:] for line in lines if line.startswith("+")]
+    assert removed and [line.replace(version, bumped) for line in removed] == added, lines
     for path, addition in mine.items():
         assert path.read_text().endswith(addition)
     assert (project / "configs/local.yaml").read_text() == MY_OVERRIDES

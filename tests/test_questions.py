@@ -36,12 +36,13 @@ def test_every_question_has_a_readable_prompt():
 
 
 def test_example_prompts_survive_the_makefile_and_the_shell():
-    """Each is placed as it is in the project's Makefile (`PROMPT ?= ...`) and handed to the
-    shell as `--prompt "$(PROMPT)"` (make infer): make reads `#` as a comment and `$` as a
-    variable, the shell `"`, `` ` ``, `$` and `\\` inside double quotes, and a line ends it."""
+    """Each is placed as it is in the project's Makefile (`PROMPT ?= ...`), which quotes it for
+    the shell (`shell_quote`, tests/test_makefile_quoting.py): make itself still reads `#` as a
+    comment and `$` as a variable in that line, and a line ends it; `"`, `` ` `` and `\\` are
+    kept out too, so the prompt reads the same in the README's `make infer PROMPT="..."`."""
     makefile = (ROOT / "{{cookiecutter.project_slug}}" / "Makefile").read_text(encoding="utf-8")
     assert 'PROMPT ?= {{ grpo("example_prompt") }}\n' in makefile
-    assert '--prompt "$(PROMPT)"' in makefile
+    assert "override PROMPT := $(call shell_quote,$(PROMPT))" in makefile
     for task in tasks.TASKS.values():
         prompt = task.example_prompt
         assert prompt.strip() and not set(prompt) & set('#$"`\\\n'), task.name
