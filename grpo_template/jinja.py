@@ -137,6 +137,13 @@ def current_module():
     return importlib.import_module(__name__)
 
 
+def _cruft_diff_render() -> bool:
+    """Whether cruft renders this for its diff, into a temporary folder (new_project)."""
+    from .new_project import rendering_for_cruft_diff
+
+    return rendering_for_cruft_diff()
+
+
 class GrpoExtension(Extension):
     """Adds `grpo(name)` and `grpo_template_root()`, and guards `from_string`."""
 
@@ -151,6 +158,7 @@ def install(environment) -> None:
     environment.globals["grpo_check"] = _check
     environment.globals["grpo_validate"] = _validate
     environment.globals["grpo_template_root"] = lambda: str(TEMPLATE_ROOT)
+    environment.globals["grpo_cruft_diff_render"] = _cruft_diff_render
     compile_string = environment.from_string
 
     def guarded_from_string(source, globals=None, template_class=None):
