@@ -38,6 +38,10 @@ for _name in outer_make_variables(os.environ.get("MAKEFLAGS", "")):
 for _name in ("MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL"):
     os.environ.pop(_name, None)
 
+# Generated projects here are not started as git repositories (the post-generation hook's opt-out):
+# the bakes compare file trees and are many; tests/test_cruft.py generates without it, as users do.
+os.environ.setdefault("GRPO_NO_GIT", "1")
+
 # Torch threads per worker (one each on 2 cores), before anything imports torch; the baked
 # projects' commands inherit them.
 share_cores_among_test_workers()

@@ -50,28 +50,44 @@ def template_repository(tmp_path: Path) -> Path:
 
 
 def cruft_created(tmp_path: Path) -> Path:
-    """`cruft create` of this template with its defaults, committed in a new git repository."""
+    """`cruft create` of this template with its defaults: the generation made it a git
+    repository, every file in its first commit (cruft's .cruft.json among them)."""
     template = template_repository(tmp_path)
     out = tmp_path / "projects"
     out.mkdir()
     assert_ok(cruft(out, "create", str(template), "--no-input"))
     project = out / "my-grpo-project"
-    git(project, "init", "-q")
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "generated")
+    assert_started(project)
     return project
+
+
+def assert_started(project: Path) -> None:
+    """The project is a git repository of its own, with one commit and nothing left out."""
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=project, capture_output=True,
+                         text=True)  # fmt: skip
+    assert log.stdout.splitlines() == ["Generated from grpo-template"], log.stdout + log.stderr
+    assert status(project) == ""
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=project,
+                         capture_output=True, text=True)  # fmt: skip
+    assert Path(top.stdout.strip()) == project.resolve()
+
+
+def user_env() -> dict:
+    """The environment a user generates in: without the test suite's opt-out of git."""
+    env = dict(os.environ)
+    env.pop("GRPO_NO_GIT", None)
+    return env
 
 
 def cookiecutter_generated(tmp_path: Path, template: Path) -> Path:
     """The README's first command, `cookiecutter <template> --no-input`, from a git repository
-    of this template; the project then committed in a new git repository (the README's next
-    step)."""
+    of this template: the project is a git repository with a first commit."""
     out = tmp_path / "generated"
     command = [sys.executable, "-m", "cookiecutter", str(template), "--no-input", "-o", str(out)]
-    assert_ok(subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600))
+    assert_ok(subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                             env=user_env()))  # fmt: skip
     project = out / "my-grpo-project"
-    git(project, "init", "-q")
-    commit_all(project, "generated")
+    assert_started(project)
     return project
 
 
@@ -84,7 +100,7 @@ def status(project: Path) -> str:
 def cruft(folder: Path, *args: str):
     return subprocess.run(
         [sys.executable, "-m", "cruft", *args], cwd=folder, capture_output=True, text=True,
-        timeout=600,
+        timeout=600, env=user_env(),
     )  # fmt: skip
 
 
@@ -95,7 +111,7 @@ def interactive_update(project: Path, variables: str, answers: tuple[str, ...]) 
 
     import pexpect
 
-    env = {**os.environ, "GIT_PAGER": "cat", "PAGER": "cat", "TERM": "dumb"}
+    env = {**user_env(), "GIT_PAGER": "cat", "PAGER": "cat", "TERM": "dumb"}
     command = ["-m", "cruft", "update", "--variables-to-update", variables]
     child = pexpect.spawn(sys.executable, command, cwd=str(project), env=env, encoding="utf-8",
                           timeout=600)  # fmt: skip
@@ -317,8 +333,7 @@ def test_a_kit_release_reaches_a_project_from_its_git_tag_and_from_an_index(
     out.mkdir()
     assert_ok(cruft(out, "create", url, "--no-input"))
     project = out / "my-grpo-project"
-    git(project, "init", "-q")
-    commit_all(project, "generated")
+    assert_started(project)
     makefile = (project / "Makefile").read_text()
     assert f"\nKIT ?= git+{url}@v{version}\\#subdirectory=kit\n" in makefile  # make's \# is #
 
@@ -461,3 +476,28 @@ def test_a_task_switch_keeps_an_edited_file_the_new_task_lacks_and_names_it(tmp_
     assert "*.rej files" in transcript
     assert "?? src/my_grpo_project/rewards.py.rej" in status(project)
     assert (project / "data/sample_code.jsonl").is_file()  # the new task's files still arrive
+
+
+@pytest.mark.slow
+def test_the_message_prints_once_and_never_from_crufts_own_renders(tmp_path):
+    """`cruft create` prints the next steps once, for the project kept; `cruft update` renders
+    the template twice into temporary folders for its diff: no "Created /tmp/..." from them, and
+    no repository started there (a .git in a render would enter the diff)."""
+    template = template_repository(tmp_path)
+    out = tmp_path / "projects"
+    out.mkdir()
+    created = cruft(out, "create", str(template), "--no-input")
+    assert_ok(created)
+    project = out / "my-grpo-project"
+    assert created.stdout.count("Next:") == 1, created.stdout
+    assert f"Created {project}\n" in created.stdout
+    assert "first commit made" in created.stdout
+    assert_started(project)
+
+    update = cruft(project, "update", "--variables-to-update", '{"task_type": "code"}', "-y")
+    assert_ok(update)
+    said = update.stdout + update.stderr
+    assert "Created " not in said and "Next:" not in said and "git:" not in said, said
+    assert "Good work!" in update.stdout
+    assert ".git/" not in status(project) and not (project / "src/.git").exists()
+    assert 'name="code"' in (project / "src/my_grpo_project/task.py").read_text()
