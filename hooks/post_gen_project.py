@@ -1,7 +1,8 @@
 """Finish the project: prune the files of options not chosen, copy in grpo-kit's starters (the
 task, rewards and sample data), record the answers (and, from a git repository, what
-cruft needs to update the project), make the project a git repository with a first commit (grpo_template.new_project), say what
-next; inside cruft's own temporary renders (`cruft update`), only the files."""
+cruft needs to update the project), make the project a git repository with a first commit
+(grpo_template.new_project), say what next; inside cruft's own temporary renders (`cruft
+update`), only the files."""
 
 import json
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 ANSWERS = json.loads(r'''{{ cookiecutter | tojson }}''')
 TEMPLATE_ROOT = {{ grpo_template_root() | tojson }}
 # Rendered by cruft for its diff (`cruft update`): a temporary folder, no repository, no message.
-CRUFT_DIFF_RENDER = {{ 'True' if grpo_cruft_diff_render is defined and grpo_cruft_diff_render() else 'False' }}
+CRUFT_DIFF_RENDER = {{ 'True' if grpo_cruft_diff_render() else 'False' }}
 
 sys.path.insert(0, TEMPLATE_ROOT)
 from grpo_template import kit  # noqa: E402

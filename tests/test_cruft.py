@@ -107,8 +107,6 @@ def cruft(folder: Path, *args: str):
 def interactive_update(project: Path, variables: str, answers: tuple[str, ...]) -> str:
     """`cruft update` in a pseudo-terminal, answering its "Apply diff and update?" prompt in
     turn (the path `-y` skips, where an incompatible typer once crashed); returns the output."""
-    import os
-
     import pexpect
 
     env = {**user_env(), "GIT_PAGER": "cat", "PAGER": "cat", "TERM": "dumb"}
