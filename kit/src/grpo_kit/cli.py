@@ -40,9 +40,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "acceptance": ("commands.acceptance", "main", "GPU acceptance cases: peak vs estimate"),
     "eject": ("commands.eject", "main", "make the kit's train, merge or infer script yours"),
     "docs": ("commands.docs", "main", "the kit's manual, as installed: topics, or one printed"),
+    "check": ("commands.check", "main", "task.py, rewards.py, recipe agree? *.rej files? (update)"),
 }
 # Commands that need no project (nor the training stack): they run anywhere.
-NO_PROJECT = ("docs",)
+NO_PROJECT = ("docs", "check")  # check reads the project's files as text, itself
 # Commands that never load the project's backend (TRL's own trainers, no Unsloth patches).
 NO_BACKEND = ("reward-model", "tiny-model", "acceptance", "eject")
 # Commands that need no training stack (it is imported for the others before they start).

@@ -1,0 +1,35 @@
+"""`grpo check`: does the project agree with itself on its task? After `cruft update` (`make
+update` runs it), and whenever a command fails in a way that looks like a mixed project: task.py
+and rewards.py of the same task, `.cruft.json`'s task_type that task, the recipe's reward names
+defined, no `*.rej` file left, and configs/local.yaml not left over from another task
+(grpo_kit.consistency). It reads the files as text: it works where the task no longer imports.
+Exit status 1 when something is named."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..consistency import cruft_task, problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="grpo check",
+        description="Check that task.py, rewards.py, the recipe, configs/local.yaml and "
+        ".cruft.json agree on the project's task, and name any *.rej file (run it after "
+        "cruft update; `make update` does).",
+    )
+    parser.add_argument("--project", type=Path, default=Path.cwd(), help="the project's folder")
+    args = parser.parse_args(argv)
+    found = problems(args.project)
+    for line in found:
+        print(f"check: {line}", file=sys.stderr)
+    if found:
+        print(f"check: {len(found)} problem(s); fix them before training", file=sys.stderr)
+        return 1
+    task = cruft_task(args.project)
+    print(f"check: the project agrees with itself{f' (the {task} task)' if task else ''}")
+    return 0
