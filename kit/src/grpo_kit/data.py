@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import DataError, UserError  # noqa: F401 (DataError is re-exported)
 from .rows import LOCAL_FORMATS, is_local, load_rows, where  # noqa: F401 (re-exported)
@@ -244,6 +245,28 @@ def filter_long_prompts(
     return kept, stats
 
 
+def _left_over(err: DataError, script_args, task) -> DataError:
+    """The data does not fit the task: when configs/local.yaml, which named that data, was
+    written for another task (a task switch kept it), say so and how to fix it, not only the
+    row (grpo_kit.consistency.leftover_local)."""
+    import yaml
+
+    from .consistency import LOCAL, leftover_local
+
+    local = Path(LOCAL)
+    try:
+        values = yaml.safe_load(local.read_text(encoding="utf-8")) if local.is_file() else None
+    except (OSError, yaml.YAMLError):
+        return err
+    data = {k: v for k, v in (values or {}).items() if k in ("dataset_name", "answer_column")}
+    if not data or any(getattr(script_args, k, None) != v for k, v in data.items()):
+        return err  # this data is not local.yaml's
+    leftover = leftover_local(Path.cwd(), task.name)
+    if leftover is None:
+        return err
+    return DataError(f"{leftover.message(task.name)}. What failed: {err}")
+
+
 def load_training_rows(script_args, task_args, task, split: str | None = None):
     """Load and validate the configured split (no tokenizer needed, so it runs before the model)."""
     split = split or script_args.dataset_train_split
@@ -258,12 +281,15 @@ def load_training_rows(script_args, task_args, task, split: str | None = None):
         script_args.answer_column: "answer_column",
     }
     extra = {getattr(task_args, setting): setting for setting in task.columns(task_args).values()}
-    validate_columns(rows, source, {**required, **extra}, frozenset(extra))
-    check_reserved_columns(rows, source, task, {*required, *extra})
-    if script_args.max_train_samples is not None:
-        rows = rows.select(range(min(script_args.max_train_samples, len(rows))))
-    answer_column = script_args.answer_column
-    task.validate(_label_names(rows, answer_column), source, task_args, answer_column)
+    try:
+        validate_columns(rows, source, {**required, **extra}, frozenset(extra))
+        check_reserved_columns(rows, source, task, {*required, *extra})
+        if script_args.max_train_samples is not None:
+            rows = rows.select(range(min(script_args.max_train_samples, len(rows))))
+        answer_column = script_args.answer_column
+        task.validate(_label_names(rows, answer_column), source, task_args, answer_column)
+    except DataError as err:
+        raise _left_over(err, script_args, task) from err
     logger.info("loaded %d rows from %s", len(rows), source)
     return rows
 

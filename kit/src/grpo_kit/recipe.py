@@ -752,6 +752,12 @@ def parse_recipe(
         values = dict(layer.values)
         env = values.pop("env", None)
         unknown = sorted(set(values) - fields)
+        if unknown and layer.kind == LOCAL_LAYER:  # local.yaml from the task before a switch?
+            from .consistency import leftover_local
+
+            leftover = leftover_local(project.root, project.task.name)
+            if leftover is not None:
+                raise UserError(leftover.message(project.task.name))
         if unknown:
             raise UserError(
                 f"recipe: {layer.source}: unknown field(s) {', '.join(unknown)}: not a field of "
