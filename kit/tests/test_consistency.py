@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from conftest import STARTERS, chdir, make_project
-
 from grpo_kit import consistency
 from grpo_kit.errors import DataError, UserError
 
