@@ -499,3 +499,89 @@ def test_the_message_prints_once_and_never_from_crufts_own_renders(tmp_path):
     assert "Good work!" in update.stdout
     assert ".git/" not in status(project) and not (project / "src/.git").exists()
     assert 'name="code"' in (project / "src/my_grpo_project/task.py").read_text()
+
+
+def make_update(project: Path, variables: str, answers: tuple[str, ...] = ()):
+    """The README's update path, `make update VARS=...`, in a pseudo-terminal (cruft asks "Apply
+    diff and update?"; each of `answers` answers it in turn); returns (exit status, output)."""
+    import pexpect
+
+    env = {**user_env(), "GIT_PAGER": "cat", "PAGER": "cat", "TERM": "dumb",
+           "PYTHONPATH": str(ROOT / "kit" / "src")}  # fmt: skip
+    command = ["update", f"VARS={variables}", f"PYTHON={sys.executable}",
+               f"CRUFT={sys.executable} -m cruft"]  # fmt: skip
+    child = pexpect.spawn("make", command, cwd=str(project), env=env, encoding="utf-8",
+                          timeout=600)  # fmt: skip
+    output = []
+    for answer in answers:
+        child.expect("Apply diff and update")
+        output.append(child.before)
+        child.sendline(answer)
+    child.expect(pexpect.EOF)
+    output.append(child.before)
+    child.close()
+    return child.exitstatus, "".join(output)
+
+
+def snapshot(project: Path) -> dict:
+    return {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+
+
+@pytest.mark.slow
+def test_make_update_refuses_a_project_without_git_before_touching_anything(tmp_path):
+    """The issue's project: made by the two commands without a repository (here: the opt-out),
+    rewards.py edited. `make update` to another task refuses with the fix in one line and leaves
+    every file as it was: no half-applied task (task.py math, rewards.py classification)."""
+    template = template_repository(tmp_path)
+    out = tmp_path / "generated"
+    command = [sys.executable, "-m", "cookiecutter", str(template), "--no-input", "-o", str(out)]
+    made = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env={**user_env(), "GRPO_NO_GIT": "1"})  # fmt: skip
+    assert_ok(made)
+    project = out / "my-grpo-project"
+    assert not (project / ".git").exists() and "GRPO_NO_GIT is set" in made.stdout
+    rewards = project / "src/my_grpo_project/rewards.py"
+    rewards.write_text(rewards.read_text() + f"\n\n{MY_LINE}\n")
+    before = snapshot(project)
+
+    code, output = make_update(project, '{"task_type": "classification"}')
+    assert code != 0
+    refusal = [line for line in output.splitlines() if line.startswith("update: refused")]
+    assert len(refusal) == 1 and "git init && git add -A && git commit" in refusal[0], output
+    assert snapshot(project) == before
+    assert "Apply diff" not in output and "Traceback" not in output
+
+
+@pytest.mark.slow
+def test_make_update_keeps_an_edited_rewards_file_and_never_leaves_a_mixed_task_unsaid(tmp_path):
+    """The same edit in a project generated as documented (a git repository from the start):
+    uncommitted, `make update` refuses; committed, the update runs, the user's line is kept in
+    rewards.py beside the new task's rewards, and `grpo check` names the file left to merge
+    (make fails): the mixed state is never reported as a success."""
+    template = template_repository(tmp_path)
+    project = cookiecutter_generated(tmp_path, template)
+    rewards = project / "src/my_grpo_project/rewards.py"
+    rewards.write_text(rewards.read_text() + f"\n\n{MY_LINE}\n")
+    before = snapshot(project)
+    code, output = make_update(project, '{"task_type": "classification"}')
+    assert code != 0 and "update: refused, nothing changed: uncommitted changes" in output
+    assert snapshot(project) == before
+    commit_all(project, "my change")
+
+    code, output = make_update(project, '{"task_type": "classification"}', answers=("y",))
+    assert code != 0, output
+    text = rewards.read_text()
+    assert MY_LINE in text and "def label_correctness" in text  # the edit kept, the new task's
+    assert 'name="classification"' in (project / "src/my_grpo_project/task.py").read_text()
+    assert "check: src/my_grpo_project/rewards.py: merge conflicts left by the update" in output
+    assert "Traceback" not in output
+
+    # Resolved as the check says: the user's line and the new task's rewards; then it agrees.
+    resolved = [line for line in text.splitlines() if not line.startswith(("<<<<<<<", "=======",
+                                                                           ">>>>>>>"))]  # fmt: skip
+    rewards.write_text("\n".join(resolved) + "\n")
+    git(project, "add", "-A")
+    check = run_in(project, sys.executable, "-m", "grpo_kit", "check",
+                   env={"PYTHONPATH": str(ROOT / "kit" / "src")})  # fmt: skip
+    assert_ok(check)
+    assert "agrees with itself (the classification task)" in check.stdout
