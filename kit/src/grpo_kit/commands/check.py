@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..consistency import cruft_task, problems
+from ..errors import UserError
+from ..project import load
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -24,6 +26,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="the project's folder")
     args = parser.parse_args(argv)
+    try:
+        load(args.project)  # pyproject.toml's [tool.grpo], read only: nothing is imported
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     found = problems(args.project)
     for line in found:
         print(f"check: {line}", file=sys.stderr)
