@@ -9,8 +9,9 @@ render is recognised from the call stack of the process that renders the hook's 
 own functions, `cruft._commands.utils.generate`), read by the template's Jinja extension.
 
 The repository is not started where the user opted out (GRPO_NO_GIT=1 in the environment), where
-the project is created inside a git work tree already (a monorepo: the user commits it there),
-or where git is missing (the hook says so and the generation goes on).
+the project is created inside a git work tree already (a monorepo: the user commits it there;
+a folder that repository ignores, such as a template checkout's build/, gets its own), or where
+git is missing (the hook says so and the generation goes on).
 """
 
 from __future__ import annotations
@@ -57,9 +58,12 @@ def _git(project: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def inside_work_tree(project: Path) -> bool:
-    """Whether `project` (not yet a repository itself) lies in another git work tree."""
+    """Whether `project` (not yet a repository itself) lies in another git work tree, in a
+    folder that repository tracks (an ignored one, such as a checkout's build/, is not)."""
     found = _git(project, "rev-parse", "--is-inside-work-tree")
-    return found.returncode == 0 and found.stdout.strip() == "true"
+    if found.returncode != 0 or found.stdout.strip() != "true":
+        return False
+    return _git(project, "check-ignore", "-q", ".").returncode != 0
 
 
 def start_repository(project: Path, environ=None) -> str:

@@ -78,6 +78,16 @@ def test_inside_a_work_tree_no_nested_repository(tmp_path, no_identity):
     assert "existing repository" in said
 
 
+def test_in_a_folder_the_outer_repository_ignores_its_own_repository(tmp_path, no_identity):
+    outer = tmp_path / "checkout"
+    outer.mkdir()
+    git(outer, "init", "-q")
+    (outer / ".gitignore").write_text("build/\n")
+    project = project_in(outer / "build")
+    assert "first commit" in new_project.start_repository(project, environ={})
+    assert (project / ".git").is_dir()
+
+
 def test_without_git_the_generation_goes_on_and_says_so(tmp_path, no_identity, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     project = project_in(tmp_path)
