@@ -171,3 +171,20 @@ def test_grpo_check_prints_and_exits(tmp_path, capsys):
     with chdir(root):
         assert main(["check"]) == 1
     assert "check: src/check_cli/task.py.rej" in capsys.readouterr().err
+
+
+def test_a_half_applied_project_fails_in_one_line_naming_the_mismatch(tmp_path, monkeypatch):
+    """Not `AttributeError: module '...rewards' has no attribute 'label_correctness'` in a
+    traceback: the command's one line names what disagrees."""
+    from grpo_kit.project import load
+
+    root = project(tmp_path, "classification", "half_import")
+    shutil.copy(STARTERS / "math" / "rewards.py", root / "src/half_import/rewards.py")
+    (root / "src/half_import/rewards.py.rej").write_text("x")
+    monkeypatch.syspath_prepend(str(root / "src"))
+    with pytest.raises(UserError) as raised:
+        load(root).task  # noqa: B018
+    message = str(raised.value)
+    assert message.startswith("half_import.task does not import (module 'half_import.rewards'")
+    assert "rewards.py.rej: a hunk the update could not place" in message
+    assert "(1 more: grpo check lists them)" in message

@@ -135,8 +135,20 @@ class Project:
 
     @cached_property
     def task(self):
-        """The project's task: `TASK` of `<package>.task`."""
-        module = self.module("task")
+        """The project's task: `TASK` of `<package>.task`. A task.py that fails to import
+        because the project disagrees with itself (a half-applied `cruft update`: task.py of one
+        task, rewards.py of another) is one line naming that, not a traceback."""
+        try:
+            module = self.module("task")
+        except (AttributeError, ImportError) as err:
+            from .consistency import problems
+
+            found = problems(self.root)
+            if not found or isinstance(err, ModuleNotFoundError):
+                raise
+            more = f" ({len(found) - 1} more: grpo check lists them)" if len(found) > 1 else ""
+            message = f"{self.package}.task does not import ({err}): {found[0]}{more}"
+            raise UserError(message) from err
         if module is None or not hasattr(module, "TASK"):
             raise UserError(
                 f"{self.package}.task has no TASK: the project's task module defines it "
