@@ -42,6 +42,13 @@ def project(tmp_path: Path, task: str, package: str) -> Path:
     return root
 
 
+def test_the_data_fields_are_the_recipes():
+    from grpo_kit import project, recipe
+
+    assert consistency.DATA_FIELDS == recipe.DATA_FIELDS
+    assert consistency.PYPROJECT == project.PYPROJECT
+
+
 def test_a_generated_project_agrees_with_itself(tmp_path):
     root = project(tmp_path, "math", "agree_math")
     assert consistency.problems(root) == []

@@ -28,8 +28,17 @@ from pathlib import Path
 
 import yaml
 
-from .project import PYPROJECT
-from .recipe import DATA_FIELDS
+PYPROJECT = "pyproject.toml"
+# recipe.DATA_FIELDS (a test holds them equal): not imported, so that project and recipe, which
+# call this module, are not imported by it (no import cycle).
+DATA_FIELDS = (
+    "dataset_name",
+    "dataset_config",
+    "dataset_train_split",
+    "dataset_test_split",
+    "prompt_column",
+    "answer_column",
+)
 
 LOCAL = Path("configs/local.yaml")
 RECIPES = (Path("configs/grpo.yaml"), LOCAL)
