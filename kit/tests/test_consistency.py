@@ -112,6 +112,19 @@ def test_local_yaml_with_another_tasks_fields_or_default_data_is_left_over(tmp_p
     assert consistency.leftover_local(root, "math") is None  # settings fit any task
 
 
+def test_a_field_the_projects_own_task_declares_is_not_left_over(tmp_path):
+    """A custom task that added `labels` to its TaskArguments: its local.yaml is its own."""
+    root = project(tmp_path, "custom", "custom_labels")
+    task = root / "src/custom_labels/task.py"
+    task.write_text(task.read_text().replace(
+        '"""EDIT HERE: recipe fields your task needs (they become keys of configs/grpo.yaml)."""',
+        '"""Mine."""\n\n    labels: list = None',
+    ))  # fmt: skip
+    (root / "configs/local.yaml").write_text("labels: [a, b]\n")
+    assert consistency.leftover_local(root, "custom") is None
+    assert consistency.problems(root) == []
+
+
 def switched_from_math(tmp_path: Path, package: str) -> Path:
     """A math project whose local.yaml names the user's math data, committed; then switched to
     classification (task.py, rewards.py and .cruft.json), local.yaml kept as it was."""

@@ -179,6 +179,8 @@ def leftover_local(root: Path, current: str) -> Leftover | None:
         return None
     tasks = [t for t in template_tasks() if t != current]
     own = _task_fields(STARTERS / current / "task.py") if current in template_tasks() else set()
+    package = _package(root)  # the project's own fields too (a custom task's added `labels`)
+    own |= _task_fields(root / "src" / package / "task.py") if package else set()
     for task in tasks:
         foreign = sorted(set(values) & (_task_fields(STARTERS / task / "task.py") - own))
         if foreign:
