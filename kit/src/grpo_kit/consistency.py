@@ -50,6 +50,7 @@ SKIPPED_FOLDERS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".tox
 class Leftover:
     task: str  # the task configs/local.yaml was written for
     why: str  # how that shows
+    fields: bool = True  # shown by its fields or data (else by git history alone)
 
     def message(self, current: str) -> str:
         return (
@@ -57,6 +58,12 @@ class Leftover:
             f"project's task is now {current}: move it aside (`mv configs/local.yaml "
             f"configs/local.{self.task}.yaml`) and name your {current} data in a new one "
             "(the manual: `grpo docs data`)"
+            + (
+                ""
+                if self.fields
+                else f", or, if it fits the {current} task, edit it (a comment "
+                "will do) and commit it"
+            )
         )
 
 
@@ -206,7 +213,8 @@ def _leftover_by_history(root: Path, current: str) -> Leftover | None:
         return None
     then = cruft_task(root, _git(root, "show", f"{commit}:.cruft.json") or "")
     if then and then != current:
-        return Leftover(then, f"committed in {commit[:7]}, while the project's task was {then}")
+        why = f"committed in {commit[:7]}, while the project's task was {then}"
+        return Leftover(then, why, fields=False)
     return None
 
 
