@@ -173,7 +173,7 @@ def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
     console = Console()
     ok = True
     for result in results:
-        table = Table(title=f"{result.name}  (range {result.low:g} .. {result.high:g})")
+        table = Table(title=f"{escape(result.name)}  (range {result.low:g} .. {result.high:g})")
         table.add_column("row", justify="right")
         table.add_column("score", justify="right")
         table.add_column("completion")
@@ -191,7 +191,7 @@ def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
         if ideal and bounded and not at_top:
             ok = False
         summary.add_row(
-            result.name,
+            escape(result.name),
             f"{result.low:g} .. {result.high:g}",
             f"{min(values):.3f}" if values else "-",
             f"{sum(values) / len(values):.3f}" if values else "-",
