@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import UserError
-from .generation import add_decoding_options, chat, decoding_from
+from .generation import add_decoding_options, chat, check_model, decoding_from
 from .project import load as load_project
 from .recipe import add_recipe_options, recipe_from
 from .task import message_text
@@ -92,6 +92,7 @@ def parse_args(argv: Sequence[str] | None, prog: str = "grpo infer") -> argparse
                 "(a merged folder, a training output_dir with an adapter, or a Hub id; "
                 "make infer RUN_DIR=outputs/<run> uses that run's merged folder)"
             )
+    check_model(args.model)  # a folder with no model (a run not merged yet): one line
     args.decoding = decoding_from(args, project, args.model)
     if args.system_prompt is None:
         args.system_prompt = args.recipe.script.system_prompt

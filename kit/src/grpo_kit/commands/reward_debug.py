@@ -108,9 +108,11 @@ def score(recipe, rows, pairs: list[tuple[int, object]]) -> list[Scores]:
         low, high = (bounds.low, bounds.high) if bounds else (float("-inf"), float("inf"))
         results.append(Scores(name, low, high, list(values)))
     if recipe.script.reward_model:  # scored beside the functions, as GRPOTrainer does
+        from ..generation import check_model
         from .reward_model import score_pairs
 
         model = recipe.script.reward_model
+        check_model(model, "--reward_model")  # a folder that holds none: one line, not the Hub's
         values = score_pairs(model, [row["prompt"] for row in chosen], texts)
         name = model.rstrip("/").split("/")[-1]
         results.append(Scores(name, float("-inf"), float("inf"), values))
