@@ -339,8 +339,8 @@ def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
     args.project = project
     args.chat_template_kwargs = recipe.training.chat_template_kwargs  # as TRL renders prompts
     trained = Path(args.model or recipe.training.output_dir)
-    if args.model and not trained.exists():
-        check_model(args.model)  # outputs/<run>/merged before merging: one line naming the fix
+    if args.model and not trained.exists() and trained.name == "merged":
+        check_model(args.model)  # outputs/<run>/merged before merging: `make merge` first
     if not trained.exists():
         raise UserError(
             f"{trained}: no trained model here: train first (make train, or make try for a CPU "
