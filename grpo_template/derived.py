@@ -68,7 +68,8 @@ def post_install(backend: str) -> str:
         f"  {loads} || {{ \\",
         f'    echo "{TORCHVISION_REMOVED}: no CPU build of it from $$i (no answer, or none of '
         "this version); text models do not need it, but pip check will say that unsloth "
-        'requires it"; \\',
+        "requires it (to clear it: make install TORCH_INDEX=<a reachable mirror of the CPU "
+        'index>)"; \\',
         "    $(PYTHON) -m pip uninstall -q -y torchvision; }; }",
     ]
     return "\n\t".join(lines)
