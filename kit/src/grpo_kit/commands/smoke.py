@@ -149,7 +149,7 @@ def pipeline(argv: Sequence[str] | None = None) -> list[str]:
     print("smoke 2/3: merge the adapter and check the merged model", flush=True)
     merge([str(output), "--max-new-tokens", "8", *recipe_args])
     print("smoke 3/3: generate with the merged model", flush=True)
-    prompt = args.prompt or task.example_prompt or "Hello"
+    prompt = args.prompt or answering.example_prompt(recipe)  # your data's first row, once yours
     answers = infer(
         ["--model", str(output / "merged"), "--prompt", prompt, "--max-new-tokens", "16",
          "--seed", "0",
