@@ -260,7 +260,6 @@ def _values(answers: Answers) -> dict:
         "post_install": post_install(answers.backend),
         "stack_summary": stack.summary(answers.backend),
         "distribution": distribution(plan),
-        "example_prompt": plan.task.example_prompt,
         "rewards_table": rewards_table(answers),
         "stages_yaml": stages_recipe.render(plan),
         "metric_note": plan.task.metric_note,
