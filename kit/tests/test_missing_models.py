@@ -24,6 +24,7 @@ CASES = {
     "evaluate unmerged RUN_DIR": (["evaluate", "--model", f"{UNMERGED_RUN}/merged"], "make merge"),
     "evaluate missing model": (["evaluate", "--model", MISSING_MODEL], "no trained model"),
     "report missing RUN_DIR": (["report", MISSING_RUN], "no such run folder"),
+    "report unmerged RUN_DIR": (["report", "outputs/empty"], "outputs/empty"),
     "export missing model": (["export", "--engine", "verl", "--model_name_or_path", MISSING_MODEL],
                              "no such folder"),
     "export unmerged RUN_DIR": (["export", "--engine", "verl", "--model_name_or_path",
