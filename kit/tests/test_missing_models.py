@@ -37,7 +37,7 @@ CASES = {
                                "no such run folder"),
     "warmup missing model": (["warmup", "--model_name_or_path", MISSING_MODEL], "no such folder"),
     "reward-debug missing model": (["reward-debug", "--reward_model", MISSING_MODEL],
-                                   "no such folder"),
+                                   "make reward-model"),
     "reward-debug unmerged RUN_DIR": (["reward-debug", "--reward_model", f"{UNMERGED_RUN}/merged"],
                                       "make merge"),
 }  # fmt: skip

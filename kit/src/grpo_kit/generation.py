@@ -304,6 +304,11 @@ def check_model(name: str | Path, option: str = "--model") -> None:
             f"{option} {path}: no merged model yet; run `make merge RUN_DIR={run}` (grpo merge "
             f"{run}) first, or pass the run folder itself ({run}: its adapter)"
         )
+    if option == "--reward_model" and not path.is_dir():
+        raise UserError(
+            f"{option} {path}: no such folder: train one first (make reward-model), or name a "
+            "reward model's folder or Hub id"
+        )
     try:
         check_model_dir(path)
     except UserError as err:
