@@ -68,7 +68,8 @@ def post_install(backend: str) -> str:
         f"  {loads} || {{ \\",
         f'    echo "{TORCHVISION_REMOVED}: no CPU build of it from $$i (no answer, or none of '
         "this version); text models do not need it, but pip check will say that unsloth "
-        'requires it"; \\',
+        "requires it (to clear it: make install TORCH_INDEX=<a reachable mirror of the CPU "
+        'index>)"; \\',
         "    $(PYTHON) -m pip uninstall -q -y torchvision; }; }",
     ]
     return "\n\t".join(lines)
@@ -259,7 +260,6 @@ def _values(answers: Answers) -> dict:
         "post_install": post_install(answers.backend),
         "stack_summary": stack.summary(answers.backend),
         "distribution": distribution(plan),
-        "example_prompt": plan.task.example_prompt,
         "rewards_table": rewards_table(answers),
         "stages_yaml": stages_recipe.render(plan),
         "metric_note": plan.task.metric_note,

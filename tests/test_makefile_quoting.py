@@ -48,6 +48,11 @@ def test_hostile_values_reach_the_commands_as_one_argument(default_project, valu
     assert created(default_project) == []
 
 
+def test_infer_without_prompt_lets_the_recipe_choose(default_project):
+    """No PROMPT: no --prompt, so `grpo infer` asks the recipe's data's example (issue 41)."""
+    assert "--prompt" not in make(default_project, "infer")
+
+
 def test_ordinary_values_are_written_as_they_are(default_project):
     """Plain values stay unquoted (what `make -n` shows reads as before)."""
     shown = run_in(default_project, "make", "-n", "--no-print-directory", "merge",

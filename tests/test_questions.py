@@ -36,12 +36,14 @@ def test_every_question_has_a_readable_prompt():
 
 
 def test_example_prompts_survive_the_makefile_and_the_shell():
-    """Each is placed as it is in the project's Makefile (`PROMPT ?= ...`), which quotes it for
-    the shell (`shell_quote`, tests/test_makefile_quoting.py): make itself still reads `#` as a
-    comment and `$` as a variable in that line, and a line ends it; `"`, `` ` `` and `\\` are
-    kept out too, so the prompt reads the same in the README's `make infer PROMPT="..."`."""
+    """The Makefile's PROMPT is empty by default: `make infer` then asks the example `grpo infer`
+    builds from the recipe's data (your first row and labels once configs/local.yaml names
+    them, issue 41), never a sample prompt baked in at generation. A task's example stays
+    plain text (no `#`, `$`, `"`, `` ` ``, `\\`, line ends), so it reads the same pasted into
+    `make infer PROMPT="..."`, which `shell_quote` quotes (tests/test_makefile_quoting.py)."""
     makefile = (ROOT / "{{cookiecutter.project_slug}}" / "Makefile").read_text(encoding="utf-8")
-    assert 'PROMPT ?= {{ grpo("example_prompt") }}\n' in makefile
+    assert "PROMPT ?=#" in makefile and 'grpo("example_prompt")' not in makefile
+    assert "$(if $(PROMPT),--prompt $(PROMPT))" in makefile
     assert "override PROMPT := $(call shell_quote,$(PROMPT))" in makefile
     for task in tasks.TASKS.values():
         prompt = task.example_prompt

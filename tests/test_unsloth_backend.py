@@ -216,6 +216,7 @@ def test_the_install_line_swaps_a_torchvision_that_does_not_load(tmp_path, cpu_b
     else:
         assert "torchvision" not in installed
         assert TORCHVISION_REMOVED in install.stdout and "pip check will say" in install.stdout
+        assert "make install TORCH_INDEX=" in install.stdout  # what to do about it (issue 41)
         assert "requires torchvision" in check.stdout
 
 

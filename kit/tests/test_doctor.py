@@ -676,3 +676,17 @@ def test_gpu_check_takes_a_local_copy_of_the_model(
     assert f"the local copy {tiny_model_dir}" in capsys.readouterr().err
     assert gpu_check.main(["--local-model", str(tmp_path)]) == 2  # no model there
     assert "no config.json there" in capsys.readouterr().err
+
+
+def test_the_doctor_table_prints_bracketed_advice_as_written(capsys):
+    """rich reads `[kernels]` as markup and drops it: findings are data and are escaped, so the
+    advice can be copied as printed (issue 41)."""
+    findings = [
+        doctor.Check(
+            doctor.WARN, "kernels [x]", "the [bold]extra[/bold] is missing", doctor.KERNELS_INSTALL
+        )
+    ]
+    doctor.show(findings, title="doctor [cpu]")
+    out = " ".join(capsys.readouterr().out.split())
+    assert "pip install --no-build-isolation -e '.[kernels]'" in out
+    assert "kernels [x]" in out and "[bold]extra[/bold]" in out and "doctor [cpu]" in out

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import UserError
-from .generation import add_decoding_options, chat, decoding_from
+from .generation import add_decoding_options, chat, check_model, decoding_from
 from .project import load as load_project
 from .recipe import add_recipe_options, recipe_from
 from .task import message_text
@@ -33,6 +33,7 @@ __all__ = [
     "infer",
     "interactive",
     "parse_args",
+    "example_prompt",
     "prompts_of",
     "read_prompts",
     "show",
@@ -56,8 +57,12 @@ def parse_args(argv: Sequence[str] | None, prog: str = "grpo infer") -> argparse
     parser.add_argument(
         "--model", type=Path, default=None, help="model folder (default: output_dir/merged)"
     )
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--prompt", help="one prompt (the user message)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--prompt",
+        help="one prompt (the user message; default: the first row of your data, as the task "
+        "asks it, else the task's example)",
+    )
     source.add_argument(
         "--prompts-file",
         type=Path,
@@ -92,12 +97,15 @@ def parse_args(argv: Sequence[str] | None, prog: str = "grpo infer") -> argparse
                 "(a merged folder, a training output_dir with an adapter, or a Hub id; "
                 "make infer RUN_DIR=outputs/<run> uses that run's merged folder)"
             )
+    check_model(args.model)  # a folder with no model (a run not merged yet): one line
     args.decoding = decoding_from(args, project, args.model)
     if args.system_prompt is None:
         args.system_prompt = args.recipe.script.system_prompt
     args.chat_template_kwargs = args.recipe.training.chat_template_kwargs
     args.prompt_column = args.recipe.script.prompt_column
     args.interactive = getattr(args, "interactive", False)
+    if not (args.prompt or args.prompts_file or args.interactive):
+        args.prompt = example_prompt(args.recipe)
     args.agent = None  # an agent task: (environment factory, tool-calling turn cap)
     if agent_task:
         factories = project.task.environments(args.recipe.task)
@@ -106,6 +114,25 @@ def parse_args(argv: Sequence[str] | None, prog: str = "grpo infer") -> argparse
             raise UserError(f"--environment {name}: use one of {', '.join(factories)}")
         args.agent = (factories[name], args.recipe.training.max_tool_calling_iterations)
     return args
+
+
+def example_prompt(recipe) -> str:
+    """The prompt an example asks (smoke's generate step, `grpo infer` with no prompt): once the
+    recipe names your data (configs/local.yaml), its first row's user message as the task builds
+    it (your text, your labels); else, on the task's default data or the shipped sample, the
+    task's `example_prompt`."""
+    from . import data
+
+    task, script = recipe.project.task, recipe.script
+    fallback = task.example_prompt or "Hello"
+    if script.dataset_name == task.data.dataset_name or Path(script.dataset_name) == Path(
+        task.data.sample
+    ):
+        return fallback
+    rows = data.load_training_rows(script, recipe.task, task)
+    first = data.to_conversations(rows.select(range(min(1, len(rows)))), script, recipe.task, task)
+    users = [m for m in first[0]["prompt"] if m.get("role") == "user"] if len(first) else []
+    return str(users[-1]["content"]) if users else fallback
 
 
 def transcript(rollout: list[dict]) -> str:

@@ -21,6 +21,7 @@ __all__ = [
     "Decoding",
     "base_model_of",
     "chat",
+    "check_model",
     "check_model_dir",
     "default_device",
     "generate",
@@ -272,6 +273,46 @@ def check_model_dir(path: Path) -> None:
             f"{path}: holds neither a LoRA adapter nor a model (no adapter_config.json or "
             f"config.json); {MODEL_HINT}"
         )
+
+
+def names_a_folder(name: str | Path) -> bool:
+    """Whether a model name is meant as a folder rather than a Hub id (`name` or
+    `namespace/name`): it exists, is absolute or relative (`./`, `~`), has more than two parts
+    (outputs/run/merged), or its first part is a folder here (outputs/run)."""
+    text = str(name)
+    path = Path(text).expanduser()
+    if path.exists() or path.is_absolute() or text.startswith((".", "~")) or "\\" in text:
+        return True
+    return len(path.parts) > 2 or (len(path.parts) == 2 and Path(path.parts[0]).is_dir())
+
+
+def check_model(name: str | Path, option: str = "--model") -> None:
+    """A model named as a folder that holds none: a one-line UserError naming the fix (a run
+    not merged yet: `make merge`), never the Hub's `Repo id must be in the form ...`. A Hub id
+    passes (the Hub, or its offline cache, answers for it)."""
+    if not names_a_folder(name):
+        return
+    path = Path(str(name)).expanduser()
+    if path.name == "merged" and not path.exists():
+        run = path.parent
+        if not run.is_dir():
+            raise UserError(
+                f"{option} {path}: no such run folder {run}: train first (make train, or make "
+                f"try for a CPU trial), or {MODEL_HINT}"
+            )
+        raise UserError(
+            f"{option} {path}: no merged model yet; run `make merge RUN_DIR={run}` (grpo merge "
+            f"{run}) first, or pass the run folder itself ({run}: its adapter)"
+        )
+    if option == "--reward_model" and not path.is_dir():
+        raise UserError(
+            f"{option} {path}: no such folder: train one first (make reward-model), or name a "
+            "reward model's folder or Hub id"
+        )
+    try:
+        check_model_dir(path)
+    except UserError as err:
+        raise UserError(f"{option} {err}") from None
 
 
 def default_device() -> str:

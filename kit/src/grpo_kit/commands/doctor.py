@@ -920,15 +920,17 @@ def diagnose(argv: Sequence[str] | None = None) -> list[Check]:
 
 def show(findings: list[Check], title: str = "doctor") -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title)
+    table = Table(title=escape(title))  # findings are data: `.[kernels]` stays as written
     for column in ("", "check", "finding", "what to do"):
         table.add_column(column)
     style = {OK: "green", INFO: "blue", WARN: "yellow", FAIL: "bold red"}
     for finding in findings:
         table.add_row(
-            f"[{style[finding.level]}]{finding.level}", finding.check, finding.message, finding.fix
+            f"[{style[finding.level]}]{escape(finding.level)}",
+            *(escape(text) for text in (finding.check, finding.message, finding.fix)),
         )
     Console(width=160).print(table)
 

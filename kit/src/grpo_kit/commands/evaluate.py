@@ -37,6 +37,7 @@ from ..generation import (
     MODEL_HINT,
     Decoding,
     add_decoding_options,
+    check_model,
     decoding_from,
     load_model_for_inference,
     load_tokenizer_for,
@@ -338,6 +339,8 @@ def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
     args.project = project
     args.chat_template_kwargs = recipe.training.chat_template_kwargs  # as TRL renders prompts
     trained = Path(args.model or recipe.training.output_dir)
+    if args.model and not trained.exists() and trained.name == "merged":
+        check_model(args.model)  # outputs/<run>/merged before merging: `make merge` first
     if not trained.exists():
         raise UserError(
             f"{trained}: no trained model here: train first (make train, or make try for a CPU "

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from ..generation import check_model
 from ..project import Project
 from ..recipe import add_recipe_options, recipe_from, reward_settings
 from ..runner import run
@@ -892,6 +893,7 @@ def export(argv: Sequence[str] | None = None) -> Path:
     """Write the engine's data, reward file and launch example; returns the folder."""
     args, overrides = parse_args(argv)
     recipe = recipe_from(args, overrides, read_only=True)
+    check_model(recipe.model.model_name_or_path, "--model_name_or_path")  # a folder: one line
     project, task, engine = recipe.project, recipe.project.task, args.engine
     if task.environments is not None:
         raise UserError(

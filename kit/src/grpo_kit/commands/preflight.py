@@ -57,12 +57,14 @@ def parse_args(argv: Sequence[str] | None):
 def preflight(argv: Sequence[str] | None = None):
     """Run the check; returns the `Signal` (raises NoSignal when training cannot learn)."""
     from .. import preflight as signal_check
+    from ..generation import check_model
     from ..project import load as load_project
     from ..training import load_tokenizer
 
     args, overrides = parse_args(argv)
     project = load_project()
     recipe = recipe_from(args, overrides, read_only=False, project=project)
+    check_model(recipe.model.model_name_or_path, "--model_name_or_path")  # a folder: one line
     tokenizer = load_tokenizer(recipe)  # --smoke/--trial: the tiny model, built on first use
     signal = signal_check.check(
         recipe, tokenizer, prompts=args.prompts, generations=args.generations

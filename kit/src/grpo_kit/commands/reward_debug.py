@@ -108,9 +108,11 @@ def score(recipe, rows, pairs: list[tuple[int, object]]) -> list[Scores]:
         low, high = (bounds.low, bounds.high) if bounds else (float("-inf"), float("inf"))
         results.append(Scores(name, low, high, list(values)))
     if recipe.script.reward_model:  # scored beside the functions, as GRPOTrainer does
+        from ..generation import check_model
         from .reward_model import score_pairs
 
         model = recipe.script.reward_model
+        check_model(model, "--reward_model")  # a folder that holds none: one line, not the Hub's
         values = score_pairs(model, [row["prompt"] for row in chosen], texts)
         name = model.rstrip("/").split("/")[-1]
         results.append(Scores(name, float("-inf"), float("inf"), values))
@@ -173,7 +175,7 @@ def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
     console = Console()
     ok = True
     for result in results:
-        table = Table(title=f"{result.name}  (range {result.low:g} .. {result.high:g})")
+        table = Table(title=f"{escape(result.name)}  (range {result.low:g} .. {result.high:g})")
         table.add_column("row", justify="right")
         table.add_column("score", justify="right")
         table.add_column("completion")
@@ -191,7 +193,7 @@ def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
         if ideal and bounded and not at_top:
             ok = False
         summary.add_row(
-            result.name,
+            escape(result.name),
             f"{result.low:g} .. {result.high:g}",
             f"{min(values):.3f}" if values else "-",
             f"{sum(values) / len(values):.3f}" if values else "-",

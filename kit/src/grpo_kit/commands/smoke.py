@@ -15,8 +15,11 @@ script the project declares for it (`grpo eject`, `[tool.grpo.scripts]`).
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
+import os
 import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -146,7 +149,7 @@ def pipeline(argv: Sequence[str] | None = None) -> list[str]:
     print("smoke 2/3: merge the adapter and check the merged model", flush=True)
     merge([str(output), "--max-new-tokens", "8", *recipe_args])
     print("smoke 3/3: generate with the merged model", flush=True)
-    prompt = args.prompt or task.example_prompt or "Hello"
+    prompt = args.prompt or answering.example_prompt(recipe)  # your data's first row, once yours
     answers = infer(
         ["--model", str(output / "merged"), "--prompt", prompt, "--max-new-tokens", "16",
          "--seed", "0",
@@ -162,7 +165,31 @@ def pipeline(argv: Sequence[str] | None = None) -> list[str]:
     return answers
 
 
+def quiet_nanobind_exit() -> bool:
+    """Triton's compiled module (`triton._C.libtriton`, loaded by Unsloth) is built with
+    nanobind, whose leak check prints "nanobind: leaked N instances! ... leaked N functions!" when
+    the interpreter shuts down: harmless (the OS frees it all) but it reads like a crash after
+    `smoke passed`. nanobind can only be told at build time (`nb::set_leak_warnings`, which triton
+    does not expose, and no environment variable), so stderr goes to /dev/null once the atexit
+    handlers run, as triton does for its own warm-up workers; GRPO_VERBOSE=1 keeps it. True when
+    silenced."""
+    if os.environ.get("GRPO_VERBOSE") or "triton._C.libtriton" not in sys.modules:
+        return False
+
+    def silence() -> None:
+        sys.stderr.flush()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+
+    atexit.register(silence)  # registered last: runs first, before the module teardown
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from ..runner import run
 
-    return run(pipeline, argv)
+    code = run(pipeline, argv)
+    if code == 0:
+        quiet_nanobind_exit()  # a passed smoke ends on its own line, not on the leak report
+    return code

@@ -171,7 +171,7 @@ def warm_up(argv: Sequence[str] | None = None, *, stage: Layer | None = None, pr
     more recipe layer (a stage's keys, commands/stages.py)."""
     from .. import backends
     from ..callbacks.run_record import RunRecord
-    from ..generation import configure_cpu_threads
+    from ..generation import check_model, configure_cpu_threads
     from ..preflight import release
     from ..project import load as load_project
     from ..training import load_tokenizer
@@ -186,6 +186,7 @@ def warm_up(argv: Sequence[str] | None = None, *, stage: Layer | None = None, pr
     training.output_dir = str(out)  # where the run record goes
     backend = backends.load(project.backend)
     backend.check_gpu_packages(recipe)
+    check_model(recipe.model.model_name_or_path, "--model_name_or_path")  # a folder: one line
     tokenizer = load_tokenizer(recipe)  # the tiny offline model built first for --smoke/--trial
     rows = examples(recipe, tokenizer, args.examples, args.completions)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,30 @@
+"""An Unsloth project's `make smoke` passed, then triton's nanobind leak report ("nanobind: leaked
+4 instances! ... leaked 513 functions!") came at exit and read like a crash (issue 41): once
+triton's module is loaded, a passed smoke's exit is quiet (GRPO_VERBOSE=1 keeps it)."""
+
+import os
+import subprocess
+import sys
+
+import grpo_kit
+import pytest
+
+SCRIPT = """
+import atexit, os, sys
+atexit.register(lambda: os.write(2, b"nanobind: leaked 4 instances!\\n"))  # as at teardown
+if {loaded}:
+    sys.modules["triton._C.libtriton"] = sys  # what Unsloth's import leaves
+from grpo_kit.commands.smoke import quiet_nanobind_exit
+print(quiet_nanobind_exit())
+"""
+
+
+@pytest.mark.parametrize(("loaded", "verbose", "quiet"), [(True, "", True), (False, "", False),
+                                                           (True, "1", False)])  # fmt: skip
+def test_a_passed_smoke_exits_without_the_nanobind_leak_report(loaded, verbose, quiet):
+    src = os.path.dirname(os.path.dirname(grpo_kit.__file__))  # this checkout's kit
+    env = {**os.environ, "GRPO_VERBOSE": verbose, "PYTHONPATH": src}
+    done = subprocess.run([sys.executable, "-c", SCRIPT.format(loaded=loaded)], env=env,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert done.stdout.strip() == str(quiet)
+    assert ("nanobind: leaked" in done.stderr) != quiet, done.stderr
