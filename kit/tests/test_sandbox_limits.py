@@ -205,3 +205,21 @@ def test_a_sandbox_that_ends_at_once_is_a_start_failure_that_says_why(monkeypatc
     with pytest.raises(isolation.IsolationError, match="did not start: bwrap: Can not find"):
         sandbox_module.Worker("bubblewrap", python, 64)
     assert isolation._taken == set()  # its dedicated user handed back
+
+
+def test_ids_handed_back_by_a_finalizer_inside_take_ids_do_not_deadlock():
+    """A sandbox's finalizer (Worker.stop, run by the garbage collector at any allocation) can
+    hand its ids back while `take_ids` holds the lock on the same thread: with a plain lock the
+    kit's suite hung there for good."""
+    from grpo_kit.sandbox import isolation
+
+    done = threading.Event()
+
+    def hand_back_inside():
+        with isolation._taken_lock:  # as take_ids holds it when the collector runs
+            isolation.release_ids((65000, 65000))
+        done.set()
+
+    thread = threading.Thread(target=hand_back_inside, daemon=True)
+    thread.start()
+    assert done.wait(10), "release_ids blocked on the lock its own thread holds"

@@ -130,7 +130,10 @@ def free_ids() -> tuple[int, ...]:
 
 
 _taken: set[int] = set()
-_taken_lock = threading.Lock()
+# Re-entrant: a sandbox's finalizer (`Worker.stop`, run by the garbage collector at any
+# allocation) hands its ids back from inside `take_ids` on the same thread; a plain lock
+# deadlocked the trainer there.
+_taken_lock = threading.RLock()
 
 
 def take_ids() -> tuple[int, int] | None:
@@ -146,8 +149,8 @@ def take_ids() -> tuple[int, int] | None:
             f"every id from {SANDBOX_IDS[-1]} to {SANDBOX_IDS[0]} belongs to an account or group "
             "here; a root trainer's sandbox runs as one that none uses"
         )
+    running = _running_uids()  # another trainer's sandboxes (several processes, one GPU each)
     with _taken_lock:
-        running = _running_uids()  # another trainer's sandboxes (several processes, one GPU each)
         start = os.getpid() % len(ids)  # trainers side by side start at different ids
         for step in range(len(ids)):
             number = ids[(start + step) % len(ids)]
