@@ -69,7 +69,9 @@ def test_a_model_that_never_writes_the_format_has_no_signal(recipe, tiny_tokeniz
     advice = " ".join(signal.advice())
     assert "raise it to 192" in advice  # twice the cap (all cut), +25%, to a multiple of 64
     assert "grpo warmup" in advice and "system_prompt" in advice
-    assert "grpo filter" in advice and "never solved" in advice
+    # the cause is the format, not difficulty: no filter, no larger model (issue 40)
+    assert "the cause is the format" in advice
+    assert "grpo filter" not in advice and "larger model" not in advice
     with pytest.raises(NoSignal, match="--preflight_refuse false"):
         preflight.refuse(signal)
 
@@ -81,12 +83,15 @@ def test_format_and_correctness_spread_means_training_can_learn(recipe, tiny_tok
         lambda row, j: (ideal(recipe, row), 20) if j % 2 else ("I do not know.", 5),
     )  # fmt: skip
     rewards = by_name(signal)
-    assert signal.learns and signal.total_spread == 4
+    assert signal.learns and signal.total_spread == 4 and signal.teaching_spread == 4
     assert rewards["math_correctness"].spread == 4 and rewards["strict_format"].spread == 4
     assert rewards["math_correctness"].mean == pytest.approx(0.5)
     assert rewards["soft_overlong"].spread == 0  # nothing is near the cap
     assert signal.clip_rate == 0.0 and signal.lengths == (5, 20, 20)
-    assert "training can learn: math_correctness, strict_format, partial_format" in signal.table()
+    assert (
+        "training can learn: the rewards that teach the task vary within 4 of 4 group(s) of 4 "
+        "(math_correctness 4/4, strict_format 4/4, partial_format 4/4)"
+    ) in signal.table()
     assert signal.advice() == []
     preflight.refuse(signal)  # no error
 
@@ -98,8 +103,85 @@ def test_length_alone_is_refused(recipe, tiny_tokenizer):
     )
     assert signal.length_only and not signal.learns
     assert by_name(signal)["soft_overlong"].spread == 4
+    assert signal.total_spread == 4 and signal.teaching_spread == 0
+    assert "| teaching (weighted, no length) | | | | 0/4 |" in signal.table()
     assert "NO SIGNAL beyond length: only soft_overlong vary" in signal.verdict()
+    assert "(soft_overlong 4/4)" in signal.verdict()
     with pytest.raises(NoSignal, match="train completion length and nothing else"):
+        preflight.refuse(signal)
+
+
+def test_the_verdict_counts_the_teaching_groups_as_its_table_does(recipe, tiny_tokenizer):
+    """Issue 40: the table showed math_correctness with spread in 1/8 groups and the verdict
+    said it varied within 8 of 8, counting the length reward's spread (the total's). One
+    completion of one group is right; every group's lengths vary."""
+    first: list[str] = []
+
+    def answer(row, j):
+        key = json.dumps(row["prompt"])
+        first[:] = first or [key]
+        if key == first[0] and j == 0:
+            return ideal(recipe, row), 20
+        return "words " * 10, LIMIT if j % 2 else 10
+
+    signal = measured(recipe, tiny_tokenizer, answer)
+    rewards = by_name(signal)
+    assert rewards["math_correctness"].spread == 1 and rewards["soft_overlong"].spread == 4
+    assert signal.total_spread == 4 and signal.teaching_spread == 1 and signal.learns
+    table = signal.table()
+    assert "| math_correctness | correctness |" in table and "| 1/4 |\n" in table
+    assert "| teaching (weighted, no length) | | | | 1/4 |" in table
+    verdict = signal.verdict()
+    assert "vary within 1 of 4 group(s) of 4 (math_correctness 1/4, strict_format 1/4" in verdict
+    assert "soft_overlong 4/4 only trains length" in verdict
+    assert "4 of 4" not in verdict
+
+
+def test_a_length_rewards_spread_alone_never_learns():
+    """The total reward varies (the length reward's), the teaching rewards do not."""
+    rewards = (
+        preflight.RewardSignal("math_correctness", "correctness", 1.0, 0.0, 0, 0.0, 1.0),
+        preflight.RewardSignal("soft_overlong", "length", 0.5, -0.4, 8, -1.0, 0.0),
+    )
+    signal = preflight.Signal("m", rewards, 8, 4, 8, 0.5, (10, 64, 64), 64, "", False, 0)
+    assert not signal.learns and signal.length_only
+    with pytest.raises(NoSignal, match="NO SIGNAL beyond length"):
+        preflight.refuse(signal)
+
+
+WRONG = "<think>Work through the problem step by step.</think>\n<answer>-98765</answer>"
+
+
+def test_prompts_never_solved_in_the_format_are_too_hard(recipe, tiny_tokenizer):
+    """The format is written on every try, the answer is always wrong: the cause is
+    difficulty (filter, or a larger model), not the format."""
+    signal = measured(recipe, tiny_tokenizer, lambda row, j: (WRONG, 20))
+    rewards = by_name(signal)
+    assert rewards["strict_format"].at_top and rewards["math_correctness"].mean == 0
+    assert not signal.format_unwritten and not signal.learns
+    advice = " ".join(signal.advice())
+    assert "too hard" in advice and "grpo filter" in advice and "larger model" in advice
+    assert "grpo warmup" not in advice and "the cause is the format" not in advice
+
+
+def test_format_varying_but_never_solved_is_too_hard_and_learns_the_format(recipe, tiny_tokenizer):
+    signal = measured(
+        recipe, tiny_tokenizer, lambda row, j: (WRONG, 20) if j % 2 else ("I do not know.", 20)
+    )
+    assert signal.learns and by_name(signal)["math_correctness"].spread == 0
+    advice = " ".join(signal.advice())
+    assert "too hard" in advice and "grpo filter" in advice and "grpo warmup" not in advice
+
+
+def test_a_format_never_written_advises_the_warm_up_not_a_filter(recipe, tiny_tokenizer):
+    """Issue 40's sentiment base model: answers in free text, never in the tags, within the
+    budget: the advice (and the refusal) names the format, never filtering or a larger model."""
+    signal = measured(recipe, tiny_tokenizer, lambda row, j: ("The answer is 18.", 8))
+    assert signal.format_unwritten and not signal.learns and signal.clip_rate == 0.0
+    advice = signal.advice()
+    assert "never writes the format" in advice[0] and "grpo warmup" in advice[0]
+    assert not any("grpo filter" in line or "larger model" in line for line in advice)
+    with pytest.raises(NoSignal, match="never writes the format"):
         preflight.refuse(signal)
 
 
@@ -107,7 +189,7 @@ def test_prompts_solved_every_time_are_too_easy(recipe, tiny_tokenizer):
     signal = measured(recipe, tiny_tokenizer, lambda row, j: (ideal(recipe, row), 12))
     assert not signal.learns
     assert by_name(signal)["math_correctness"].at_top
-    assert any("solved on every try (too easy)" in line for line in signal.advice())
+    assert any("solved on every try: too easy" in line for line in signal.advice())
 
 
 def test_thinking_and_clipped_completions_advise_turning_thinking_off(recipe, tiny_tokenizer):

@@ -15,12 +15,17 @@ with the recipe's seed) x `num_generations` completions, with the recipe's own s
 max_completion_length), scores every reward of the recipe, and returns a `Signal`: per reward
 its mean and the share of groups whose completions differ, with the clip rate and the
 completion-length percentiles. `Signal.table()` shows it in one table; `Signal.learns` says
-whether training can learn (some reward other than a length reward varies within a group:
-length alone trains completion length and nothing else); `advice()` says what to change when it
-cannot (raise max_completion_length, turn thinking off, show the format in the system prompt,
-warm the format up first with `grpo warmup`, pick prompts with `grpo filter`). `refuse` turns a
-run without signal into one `NoSignal` error with that advice; `grpo preflight` is the command,
-and `training.run` calls `check` first unless the recipe says `preflight: false`.
+whether training can learn: some group is a *teaching* group, one whose weighted total of the
+rewards that teach the task (every reward but the length rewards) differs within it. A length
+reward's spread never counts: length alone trains completion length and nothing else, and the
+verdict counts the teaching groups (`teaching_spread`), not the total reward's, so it agrees with
+the table. `advice()` says what to change when it cannot, naming the cause: completions cut off
+(raise max_completion_length, turn thinking off), the format never written (warm it up first
+with `grpo warmup`, show it in the system prompt: the correctness reward cannot score an answer
+it cannot find, so filtering or a larger model is not the cure), or prompts never solved though
+the format is written (too hard: pick prompts with `grpo filter`, or a larger model). `refuse`
+turns a run without signal into one `NoSignal` error with that advice; `grpo preflight` is the
+command, and `training.run` calls `check` first unless the recipe says `preflight: false`.
 """
 
 from __future__ import annotations
@@ -80,29 +85,48 @@ class Signal:
     max_completion_length: int
     sampling: str  # how the completions were sampled, in words
     thinking: bool = False  # the recipe renders prompts with thinking on
+    # groups whose weighted total of the teaching rewards (all but the length rewards) differs
+    teaching_spread: int = 0
+
+    @property
+    def teaching(self) -> tuple[RewardSignal, ...]:
+        """The weighted rewards that teach the task: every one but the length rewards."""
+        return tuple(r for r in self.rewards if r.weight and r.kind != "length")
 
     @property
     def learns(self) -> bool:
-        """Some reward other than a length reward varies within some group (and counts)."""
-        return any(r.spread and r.weight and r.kind != "length" for r in self.rewards)
+        """Some group's teaching rewards differ within it (a length reward's spread never
+        counts: it trains completion length and nothing else)."""
+        return self.teaching_spread > 0
 
     @property
     def length_only(self) -> bool:
         return not self.learns and any(r.spread and r.weight for r in self.rewards)
 
+    def _counts(self, rewards) -> str:
+        """'name n/N, ...': each reward's groups with spread, as the table shows them."""
+        return ", ".join(f"{r.name} {r.spread}/{self.groups}" for r in rewards)
+
     def verdict(self) -> str:
         groups = f"{self.groups} group(s) of {self.generations}"
+        lengths = [r for r in self.rewards if r.weight and r.kind == "length" and r.spread]
         if self.learns:
-            varied = [r.name for r in self.rewards if r.spread and r.weight and r.kind != "length"]
+            varied = [r for r in self.teaching if r.spread]
+            aside = (
+                f"; {self._counts(lengths)} only train{'s' if len(lengths) == 1 else ''} length"
+                if lengths
+                else ""
+            )
             return (
-                f"training can learn: {', '.join(varied)} vary within {self.total_spread} of "
-                f"{groups}"
+                f"training can learn: the rewards that teach the task vary within "
+                f"{self.teaching_spread} of {groups} ({self._counts(varied)}){aside}"
             )
         if self.length_only:
-            varied = [r.name for r in self.rewards if r.spread and r.weight]
+            varied = [r for r in self.rewards if r.spread and r.weight]
             return (
-                f"NO SIGNAL beyond length: only {', '.join(varied)} vary within a group, so a run "
-                "would train completion length and nothing else"
+                f"NO SIGNAL beyond length: only {', '.join(r.name for r in varied)} vary within a "
+                f"group ({self._counts(varied)}), so a run would train completion length and "
+                "nothing else"
             )
         return (
             f"NO SIGNAL: every reward scores the completions of each of {groups} alike, so the "
@@ -127,6 +151,9 @@ class Signal:
                 f"| {r.name} | {r.kind} | {r.weight:g} | {mean} | {r.spread}/{self.groups} |"
             )
         lines.append(f"| total (weighted) | | | | {self.total_spread}/{self.groups} |")
+        lines.append(
+            f"| teaching (weighted, no length) | | | | {self.teaching_spread}/{self.groups} |"
+        )
         if self.clip_rate is not None:
             lines.append(
                 f"| clipped at {self.max_completion_length} tokens | completions | | "
@@ -153,16 +180,17 @@ class Signal:
                 "spends the budget reasoning before it answers"
             )
         formats = [r for r in self.rewards if r.kind == "format" and r.weight]
+        unwritten = self.format_unwritten
         if formats and not any(r.spread for r in formats):
             names = ", ".join(r.name for r in formats)
-            if all(r.at_bottom or r.mean == 0 for r in formats):
+            if unwritten:
                 found.append(
                     f"the base model never writes the format ({names} at their lowest on every "
                     "completion): warm the format up first (grpo warmup: a short supervised "
                     "fine-tune on completions in the format; then train from its merged folder), "
                     "and show a worked example of the format in system_prompt"
                 )
-            else:
+            elif not all(r.at_top for r in formats):  # at the top: the format is written
                 found.append(
                     f"{names} score every completion of a group alike: show a worked example of "
                     "the format in system_prompt, or warm the format up first (grpo warmup)"
@@ -170,16 +198,31 @@ class Signal:
         correctness = [r for r in self.rewards if r.kind == "correctness" and r.weight]
         if correctness and not any(r.spread for r in correctness):
             names = ", ".join(r.name for r in correctness)
-            where = (
-                "solved on every try (too easy)"
-                if all(r.at_top for r in correctness)
-                else "never solved"
-            )
-            found.append(
-                f"{names} has no spread (the prompts are {where}): keep the prompts this model "
-                "solves sometimes with grpo filter (make filter), or a larger model"
-            )
+            if all(r.at_top for r in correctness):
+                found.append(
+                    f"{names} has no spread (the prompts are solved on every try: too easy): "
+                    "keep the prompts this model solves sometimes with grpo filter (make filter)"
+                )
+            elif unwritten:
+                found.append(
+                    f"{names} never scores because no completion is in the format it reads: the "
+                    "cause is the format, not the prompts' difficulty: warm the format up (grpo "
+                    "warmup), then run make preflight again"
+                )
+            else:
+                found.append(
+                    f"{names} has no spread (the prompts are never solved, though the format is "
+                    "written: too hard for this model): keep the prompts this model solves "
+                    "sometimes with grpo filter (make filter), or a larger model"
+                )
         return found
+
+    @property
+    def format_unwritten(self) -> bool:
+        """The model never writes the format: every weighted format reward scores every
+        completion at its lowest (or 0)."""
+        formats = [r for r in self.rewards if r.kind == "format" and r.weight]
+        return bool(formats) and all(not r.spread and (r.at_bottom or r.mean == 0) for r in formats)
 
 
 def advised_length(signal: Signal) -> int:
@@ -292,20 +335,23 @@ def measure(recipe, rows: list[dict], groups: list[list[Completion]], model: str
     kinds = {r.name: r.kind for r in task.rewards}
     per_reward = []
     totals = [[0.0] * len(group) for group in groups]
+    teaching = [[0.0] * len(group) for group in groups]  # the same without the length rewards
     for index, (name, func) in enumerate(zip(script.reward_funcs, funcs, strict=True)):
         weight = float(weights[index]) if index < len(weights) else 1.0
         scored = [
             score(func, group, [row] * len(group)) for row, group in zip(rows, groups, strict=True)
         ]
         values = [v for group in scored for v in group if v is not None]
-        for total, group in zip(totals, scored, strict=True):
-            for i, value in enumerate(group):
-                total[i] += weight * (value if value is not None else 0.0)
+        kind = kinds.get(str(name), "other")
+        for table in (totals,) if kind == "length" else (totals, teaching):
+            for total, group in zip(table, scored, strict=True):
+                for i, value in enumerate(group):
+                    total[i] += weight * (value if value is not None else 0.0)
         span = getattr(func, "reward_range", None)
         per_reward.append(
             RewardSignal(
                 name=str(name).rpartition(".")[2],
-                kind=kinds.get(str(name), "other"),
+                kind=kind,
                 weight=weight,
                 mean=sum(values) / len(values) if values else None,
                 spread=sum(differs(group) for group in scored),
@@ -331,6 +377,7 @@ def measure(recipe, rows: list[dict], groups: list[list[Completion]], model: str
         max_completion_length=training.max_completion_length,
         sampling=sampling,
         thinking=bool(kwargs.get("enable_thinking")),
+        teaching_spread=sum(differs(total) for total in teaching),
     )
 
 
