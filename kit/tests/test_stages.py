@@ -81,7 +81,9 @@ def test_the_two_stage_recipe_runs_both_stages(task, tuning, tmp_path, monkeypat
         ("stages: [{name: a, refilter: {k: many}}]", "numbers expected"),
         ("stages: [{name: a, warmup: 3}]", "stage 1: warmup is true or a mapping"),
         ("stages: [{name: a, warmup: {lr: 1}}]", "warmup: unknown key.*lr"),
-        ("stages: [{name: a, warmup: {epochs: 0}}]", "warmup: examples, epochs and learning_rate"),
+        ("stages: [{name: a, warmup: {epochs: 0}}]", "warmup: examples, epochs, learning_rate"),
+        ("stages: [{name: a, warmup: {batch_size: 0}}]", "and batch_size are numbers above 0"),
+        ("stages: [{name: a, warmup: {min_entropy: -1}}]", "min_entropy a number >= 0"),
         ("stages: [{name: a, warmup: true, refilter: true}]", "drop its refilter"),
     ],
 )
@@ -96,10 +98,17 @@ def test_warmup_options_are_the_warmup_commands_arguments():
     path = Path("configs/stages.yaml")
     assert stages.warmup_options(path, 1, True) == []
     assert stages.warmup_options(path, 1, None) is None
-    given = {"examples": 8, "learning_rate": 0.001, "completions": "data/mine.jsonl"}
-    assert stages.warmup_options(path, 1, given) == [
-        "--examples", "8", "--learning-rate", "0.001", "--completions", "data/mine.jsonl"
+    given = {"examples": 8, "learning_rate": 0.001, "completions": "data/mine.jsonl",
+             "batch_size": 2, "min_entropy": 0}  # fmt: skip
+    arguments = stages.warmup_options(path, 1, given)
+    assert arguments == [
+        "--examples", "8", "--learning-rate", "0.001", "--completions", "data/mine.jsonl",
+        "--batch-size", "2", "--min-entropy", "0",
     ]  # fmt: skip
+    from grpo_kit.commands import warmup
+
+    parsed, _ = warmup.parse_args(arguments)  # the command takes them
+    assert (parsed.batch_size, parsed.min_entropy, parsed.examples) == (2, 0.0, 8)
 
 
 def test_a_warmup_stage_hands_its_merged_model_to_the_next_stage(tmp_path, monkeypatch):

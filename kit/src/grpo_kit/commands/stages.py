@@ -107,7 +107,7 @@ def refilter_options(path: Path, number: int, value) -> dict | None:
     return options
 
 
-WARMUP_KEYS = ("examples", "epochs", "learning_rate", "completions")
+WARMUP_KEYS = ("examples", "epochs", "learning_rate", "batch_size", "min_entropy", "completions")
 
 
 def warmup_options(path: Path, number: int, value) -> list[str] | None:
@@ -117,12 +117,17 @@ def warmup_options(path: Path, number: int, value) -> list[str] | None:
     value = stage_mapping(where, value, WARMUP_KEYS, "{examples: 32, epochs: 3}")
     if value is None:
         return None
+    positive = ("examples", "epochs", "learning_rate", "batch_size")
     try:
-        numbers = [float(value[k]) for k in ("examples", "epochs", "learning_rate") if k in value]
+        numbers = [float(value[k]) for k in positive if k in value]
+        floor = float(value.get("min_entropy", 0))
     except (TypeError, ValueError):
-        numbers = [0.0]
-    if any(not n > 0 for n in numbers):
-        raise UserError(f"{where}: examples, epochs and learning_rate are numbers above 0")
+        numbers, floor = [0.0], 0.0
+    if any(not n > 0 for n in numbers) or not floor >= 0:
+        raise UserError(
+            f"{where}: examples, epochs, learning_rate and batch_size are numbers above 0, "
+            "min_entropy a number >= 0"
+        )
     return [part for key, item in value.items()
             for part in (f"--{key.replace('_', '-')}", str(item))]  # fmt: skip
 

@@ -15,8 +15,19 @@ rendered as training renders them), each with the task's ideal completion (`Task
 the format with the gold answer) or the completion your `--completions` file gives for it, for
 `--epochs` epochs at `--learning-rate`. The loss is on the completions only.
 
+Its batch is its own (`--batch-size`, default `stage_options.warmup_batch(examples)`: a quarter
+of the examples, at most 8; gradient accumulation 1), so its step count follows from the number
+of examples and epochs, never from GRPO's per_device_train_batch_size (32 examples at GRPO's
+batch 16 were 6 steps, too few to learn the format). It stops before it collapses the policy:
+when the token entropy of its completions (TRL's logged `entropy`) falls below `--min-entropy`
+(default: the recipe's health_entropy_min x `stage_options.WARMUP_ENTROPY_MARGIN`; 0 turns it
+off), since GRPO needs completions that differ (callbacks/entropy_floor.py).
+
 It writes to `--output-dir` (default `<output_dir>-warmup`): the adapter (or the full model), its
-`merged/` model, `warmup.jsonl` (the examples it trained on) and `run_record.json`. GRPO then
+`merged/` model, `warmup.jsonl` (the examples it trained on) and `run_record.json` (its `warmup`
+entry: examples, epochs, learning rate, batch size, entropy floor, steps, the entropy first and
+last logged, whether the floor stopped it; the health monitor of a GRPO run started from the
+merged model reads it). GRPO then
 starts from the merged folder: `make train ARGS="--model_name_or_path <dir>/merged"`, or
 `model_name_or_path: <dir>/merged` in configs/local.yaml, or a `warmup: true` stage first in
 configs/stages.yaml. `grpo preflight --model_name_or_path <dir>/merged` shows whether the
@@ -28,13 +39,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import UserError
 from ..recipe import Layer, parse_recipe
 from ..runner import run
-from ..stage_options import WARMUP
+from ..stage_options import WARMUP, WARMUP_ENTROPY_MARGIN, warmup_batch
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +76,18 @@ def parse_args(argv: Sequence[str] | None):
     parser.add_argument(
         "--learning-rate", type=float, default=LEARNING_RATE, help=f"default {LEARNING_RATE:g}"
     )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        help="completions per step (default: a quarter of the examples, 1 to 8; not the GRPO "
+        "recipe's batch)",
+    )
+    parser.add_argument(
+        "--min-entropy",
+        type=float,
+        help="stop when the completions' token entropy falls below this (default: the recipe's "
+        f"health_entropy_min x {WARMUP_ENTROPY_MARGIN:g}; 0: never)",
+    )
     parser.add_argument("--output-dir", type=Path, help=f"default: <output_dir>{SUFFIX}")
     parser.add_argument("--config", type=Path, default=None, help="the recipe")
     offline = parser.add_mutually_exclusive_group()
@@ -72,7 +96,24 @@ def parse_args(argv: Sequence[str] | None):
     args, overrides = parser.parse_known_args(argv)
     if args.examples < 1 or args.epochs <= 0 or args.learning_rate <= 0:
         parser.error("--examples, --epochs and --learning-rate must be above 0")
+    if args.batch_size is not None and args.batch_size < 1:
+        parser.error("--batch-size must be at least 1")
+    if args.min_entropy is not None and not args.min_entropy >= 0:
+        parser.error("--min-entropy must be a number >= 0 (0: no floor)")
     return args, overrides
+
+
+def planned_steps(examples: int, batch_size: int, epochs: float) -> int:
+    """The warm-up's optimizer steps, as the Trainer counts them (one process, gradient
+    accumulation 1): ceil(epochs x batches per epoch)."""
+    return math.ceil(epochs * math.ceil(examples / batch_size))
+
+
+def min_entropy(args, recipe) -> float:
+    """--min-entropy, else the health monitor's entropy minimum with the warm-up's margin."""
+    if args.min_entropy is not None:
+        return args.min_entropy
+    return recipe.script.health_entropy_min * WARMUP_ENTROPY_MARGIN
 
 
 def user_completions(path: Path, prompt_column: str) -> dict[str, str]:
@@ -140,21 +181,23 @@ def examples(recipe, tokenizer, count: int, completions: Path | None = None) -> 
     return found
 
 
-def sft_config(recipe, out: Path, args):
-    """TRL's SFTConfig with the recipe's tier settings (device, precision, optimizer, batch, seed,
-    gradient checkpointing) and the warm-up's own epochs and learning rate."""
+def sft_config(recipe, out: Path, args, batch_size: int):
+    """TRL's SFTConfig with the recipe's tier settings (device, precision, optimizer, seed,
+    gradient checkpointing) and the warm-up's own epochs, learning rate and batch (`batch_size`,
+    gradient accumulation 1: GRPO's batch is no measure of a few dozen SFT examples)."""
     from trl import SFTConfig
 
     training = recipe.training
-    same = ("use_cpu", "bf16", "fp16", "seed", "optim", "per_device_train_batch_size",
-            "gradient_accumulation_steps", "gradient_checkpointing", "activation_checkpointing",
-            "model_init_kwargs",
+    same = ("use_cpu", "bf16", "fp16", "seed", "optim", "gradient_checkpointing",
+            "activation_checkpointing", "model_init_kwargs",
             "trust_remote_code", "dataloader_num_workers")  # fmt: skip
     values = {name: getattr(training, name) for name in same if hasattr(training, name)}
     return SFTConfig(
         output_dir=str(out),
         num_train_epochs=args.epochs,
         learning_rate=args.learning_rate,
+        per_device_train_batch_size=batch_size,
+        gradient_accumulation_steps=1,
         lr_scheduler_type="constant",
         warmup_steps=0,
         max_length=recipe.script.max_prompt_tokens + training.max_completion_length,
@@ -170,6 +213,7 @@ def warm_up(argv: Sequence[str] | None = None, *, stage: Layer | None = None, pr
     """Train the warm-up and merge it; returns the merged folder GRPO starts from. `stage`: one
     more recipe layer (a stage's keys, commands/stages.py)."""
     from .. import backends
+    from ..callbacks.entropy_floor import EntropyFloor
     from ..callbacks.run_record import RunRecord
     from ..generation import check_model, configure_cpu_threads
     from ..preflight import release
@@ -195,24 +239,36 @@ def warm_up(argv: Sequence[str] | None = None, *, stage: Layer | None = None, pr
             handle.write(json.dumps(row) + "\n")
     if training.use_cpu:
         configure_cpu_threads()
+    batch = args.batch_size or warmup_batch(len(rows))
+    floor = min_entropy(args, recipe)
     record = RunRecord(recipe, list(argv or []))
     record.data["command"] = [*record.data["command"][:3], "warmup", *(argv or [])]
     source = str(args.completions or "the task's ideal completions")
     record.data["warmup"] = {
         "examples": len(rows), "epochs": args.epochs, "learning_rate": args.learning_rate,
-        "completions": source,
+        "completions": source, "batch_size": batch, "min_entropy": floor,
+        "planned_steps": planned_steps(len(rows), batch, args.epochs),
     }  # fmt: skip
     logger.info(
-        "warm-up: %d completions x %g epochs on %s (lr %g) -> %s",
-        len(rows), args.epochs, recipe.model.model_name_or_path, args.learning_rate, out,
+        "warm-up: %d completions x %g epochs at batch %d (%d steps) on %s (lr %g, stops below "
+        "entropy %g) -> %s",
+        len(rows), args.epochs, batch, record.data["warmup"]["planned_steps"],
+        recipe.model.model_name_or_path, args.learning_rate, floor, out,
     )  # fmt: skip
-    trainer = sft_trainer(recipe, tokenizer, rows, out, args)
+    trainer = sft_trainer(recipe, tokenizer, rows, out, args, batch)
+    stopper = EntropyFloor(floor)
+    trainer.add_callback(stopper)
     trainer.train()
     trainer.save_model(str(out))
     tokenizer.save_pretrained(str(out))
     state = trainer.state
     losses = [entry["loss"] for entry in state.log_history if "loss" in entry]
-    record.data["warmup"]["loss"] = {"first": losses[0], "last": losses[-1]} if losses else {}
+    record.data["warmup"].update(
+        loss={"first": losses[0], "last": losses[-1]} if losses else {},
+        steps=state.global_step,
+        entropy={"first": stopper.first, "last": stopper.last},
+        stopped_early=stopper.stopped_at is not None,
+    )
     merged = out
     if recipe.model.use_peft:  # merged as `make merge` merges: the adapter on the full base
         del trainer
@@ -222,8 +278,15 @@ def warm_up(argv: Sequence[str] | None = None, *, stage: Layer | None = None, pr
         backend.save_merged(model, merge_tokenizer, str(merged))
     record.finish(state, "finished")
     first = f"{losses[0]:.3f} -> {losses[-1]:.3f}" if losses else "n/a"
+    stopped = (
+        f" (stopped at step {stopper.stopped_at} of {record.data['warmup']['planned_steps']}: "
+        f"token entropy {stopper.last:.3g} < --min-entropy {floor:g})"
+        if stopper.stopped_at is not None
+        else ""
+    )
     print(
-        f"warm-up done: {len(rows)} completions, {state.global_step} steps, loss {first}; "
+        f"warm-up done: {len(rows)} completions, {state.global_step} steps at batch {batch}"
+        f"{stopped}, loss {first}; "
         f"the model is in {merged}. Check the format's signal with `grpo preflight "
         f"--model_name_or_path {merged}`, then train from it: make train "
         f'ARGS="--model_name_or_path {merged}" (or model_name_or_path: {merged} in '
@@ -233,8 +296,9 @@ def warm_up(argv: Sequence[str] | None = None, *, stage: Layer | None = None, pr
     return merged
 
 
-def sft_trainer(recipe, tokenizer, rows: list[dict], out: Path, args):
-    """TRL's SFTTrainer on the recipe's model and LoRA, as the backend builds them for GRPO."""
+def sft_trainer(recipe, tokenizer, rows: list[dict], out: Path, args, batch_size: int):
+    """TRL's SFTTrainer on the recipe's model and LoRA, as the backend builds them for GRPO,
+    at the warm-up's own `batch_size`."""
     from datasets import Dataset
     from trl import SFTTrainer
 
@@ -242,7 +306,7 @@ def sft_trainer(recipe, tokenizer, rows: list[dict], out: Path, args):
 
     backend = backends.load(recipe.project.backend)
     model = backend.trainer_model(recipe)  # sets recipe.training.model_init_kwargs (transformers)
-    config = sft_config(recipe, out, args)
+    config = sft_config(recipe, out, args, batch_size)
     return SFTTrainer(
         args=config, train_dataset=Dataset.from_list(rows), processing_class=tokenizer, **model
     )
