@@ -6,7 +6,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from conftest import TASKS, load, sample_recipe, smoke_train
+from conftest import RECIPE, TASKS, chdir, load, sample_recipe, smoke_train
 from grpo_kit.callbacks.health import (
     HEALTH_LOG,
     TOOL_CALLS,
@@ -18,6 +18,7 @@ from grpo_kit.callbacks.health import (
     spread_metric,
     watch_group_spread,
 )
+from grpo_kit.commands import warmup
 from transformers import TrainerControl
 
 
@@ -65,6 +66,79 @@ def test_entropy_collapse_and_clipping():
     assert "entropy" in checks(logs(1, entropy=0.01))
     clipped = checks(logs(1, **{"completions/clipped_ratio": 0.6}), max_completion_length=256)
     assert "max_completion_length (256 tokens)" in clipped["clipped_ratio"].message
+
+
+WARMUP = "the warm-up in outputs/run-warmup (24 steps at batch 8)"
+
+
+def test_entropy_low_from_the_first_log_after_a_warm_up_blames_the_warm_up():
+    """Issue 40: GRPO from an overfit warm-up logged entropy 0.028 at step 1 and the warning
+    said "lower learning_rate"; the warm-up is the cause, and the warning says how to redo it."""
+    low = logs(3, entropy=[0.028, 0.03, 0.02])
+    blamed = checks(low, warmup=WARMUP)["entropy"]
+    assert "from the first log" in blamed.message and WARMUP in blamed.message
+    assert "re-run make warmup with a higher --min-entropy" in blamed.message
+    assert "fewer --epochs" in blamed.message and "Lower learning_rate" not in blamed.message
+    # without a warm-up, or once entropy was healthy first: GRPO's own collapse
+    for rows, origin in ((low, None), (logs(3, entropy=[1.2, 0.3, 0.02]), WARMUP)):
+        message = checks(rows, warmup=origin)["entropy"].message
+        assert "Lower learning_rate" in message and "warm-up" not in message
+
+
+def test_the_warm_up_is_read_from_the_models_run_record():
+    from grpo_kit.callbacks.health import warmup_origin
+
+    record = {
+        "recipe": {"output_dir": "outputs/run-warmup"},
+        "warmup": {"steps": 24, "batch_size": 8, "entropy": {"first": 1.9, "last": 0.031},
+                   "min_entropy": 0.0},
+    }  # fmt: skip
+    assert warmup_origin(record) == (
+        "the warm-up in outputs/run-warmup (24 steps at batch 8, its completions' entropy "
+        "ending at 0.031, --min-entropy 0)"
+    )
+    older = {"recipe": {"output_dir": "w"}, "warmup": {"examples": 32}}  # a 0.2 warm-up
+    assert warmup_origin(older) == "the warm-up in w"
+    assert warmup_origin({"recipe": {"output_dir": "run"}}) is None  # a GRPO run's record
+    assert warmup_origin(None) is None
+
+
+def test_the_report_reassesses_with_the_warm_up_the_run_started_from(recipe, tmp_path):
+    """`grpo report` re-runs the checks with the run's limits: the warm-up included."""
+    from grpo_kit.commands import report
+
+    warm, run = tmp_path / "warm", tmp_path / "run"
+    (warm / "merged").mkdir(parents=True)
+    run.mkdir()
+    (warm / "run_record.json").write_text(
+        json.dumps({"recipe": {"output_dir": str(warm)}, "warmup": {"steps": 12}})
+    )
+    (run / "run_record.json").write_text(
+        json.dumps({"recipe": {"model_name_or_path": str(warm / "merged")}})
+    )
+    limits = report.limits_for(run, recipe.project.task)
+    assert limits.warmup == f"the warm-up in {warm} (12 steps)"
+    (run / "run_record.json").write_text(json.dumps({"recipe": {"model_name_or_path": "m/x"}}))
+    assert report.limits_for(run, recipe.project.task).warmup is None
+
+
+def test_grpo_from_a_warm_ups_model_knows_it(project_root, tiny_model_dir, tmp_path, caplog):
+    """A real warm-up on the tiny model, then GRPO from its merged folder: the monitor reads
+    the warm-up's run record (with a threshold above any entropy, the first log is low)."""
+    smoke = ["--config", RECIPE, "--smoke", "--model_name_or_path", str(tiny_model_dir)]
+    with chdir(project_root):
+        merged = warmup.warm_up(
+            [*smoke, "--examples", "4", "--epochs", "1", "--output-dir", str(tmp_path / "warm")],
+            project=load(project_root),
+        )
+    run = tmp_path / "run"
+    smoke_train(merged, run, "--max_steps", "1", "--health_entropy_min", "100", root=project_root)
+    raised = [
+        json.loads(line) for line in (run / HEALTH_LOG).read_text().splitlines()
+        if '"entropy"' in line
+    ]  # fmt: skip
+    assert raised and f"started from the warm-up in {tmp_path / 'warm'}" in raised[0]["message"]
+    assert "re-run make warmup" in raised[0]["message"]
 
 
 def test_a_flat_reward_is_a_plateau_only_after_enough_logs():

@@ -317,7 +317,8 @@ def callbacks_for(trainer, recipe, funcs: list) -> list:
     """The health monitor, and the adaptive reward weights when the recipe asks for them
     (`funcs`: the resolved reward functions, in the recipe's order)."""
     from .callbacks.adaptive_weights import AdaptiveRewardWeights, Policy
-    from .callbacks.health import HealthMonitor, limits_from
+    from .callbacks.health import HealthMonitor, limits_from, warmup_origin
+    from .generation import run_record_of
 
     script_args, training_args = recipe.script, recipe.training
     correctness = recipe.project.task.correctness
@@ -328,6 +329,7 @@ def callbacks_for(trainer, recipe, funcs: list) -> list:
         max_tool_calling_iterations=training_args.max_tool_calling_iterations,
         correctness=correctness if correctness in script_args.reward_funcs else None,
         fp16=training_args.fp16,
+        warmup=warmup_origin(run_record_of(recipe.model.model_name_or_path)),
     )
     output_dir = training_args.output_dir
     found = [HealthMonitor(limits, output_dir, script_args.health_stop_on_fatal)]

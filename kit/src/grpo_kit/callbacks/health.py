@@ -39,6 +39,10 @@ calls until `max_tool_calling_iterations` cuts it off, and calls that mostly fai
 `tool_call_errors` reward logs `tools/budget_cuts` (calls cut by the tools' time budget, per
 rollout), any cut warns (`tool_budget_cuts`).
 
+A run whose model is a format warm-up's (`grpo warmup`; its run record says so) whose entropy is
+below `health_entropy_min` from the first log gets a warning that blames the warm-up (it overfit
+its examples: re-run it with a higher `--min-entropy` or fewer epochs), not GRPO's learning rate.
+
 The reward layer's guards (rewards/base.py) log, on every call, the completions they scored low:
 `rewards/<name>/errors` (the scorer raised on them) and `rewards/<name>/timeouts` (they ran past
 the reward's time budget). Any log where one is above 0 warns, naming the rewards
@@ -92,6 +96,9 @@ class HealthLimits:
     importance_ratio_tolerance: float = 0.1
     max_tool_calling_iterations: int | None = None  # the recipe's cap on tool turns (None: none)
     fp16: bool = False  # fp16 mixed precision: an infinite grad_norm is a skipped step
+    # the format warm-up the run's model came from, in words (`warmup_origin`; None: none): an
+    # entropy low from the first log is that warm-up's overfit, not GRPO's learning rate
+    warmup: str | None = None
 
 
 @dataclass(frozen=True)
@@ -156,7 +163,7 @@ def assess(history: list[dict], limits: HealthLimits) -> list[Finding]:
             _zero_std(rows, last, step, limits),
             _correctness_spread(rows, last, step, limits),
             _kl(rows, last, step, limits),
-            _entropy(last, step, limits),
+            _entropy(rows, last, step, limits),
             _clipped(last, step, limits),
             _flat(rows, step, limits),
             _hacking(rows, step, limits),
@@ -319,10 +326,24 @@ def _kl(rows, last, step, limits: HealthLimits) -> Finding | None:
     )
 
 
-def _entropy(last, step, limits: HealthLimits) -> Finding | None:
+def _entropy(rows, last, step, limits: HealthLimits) -> Finding | None:
     entropy = _number(last, "entropy")
     if entropy is None or entropy >= limits.entropy_min:
         return None
+    if limits.warmup and all(v < limits.entropy_min for v in _series(rows, "entropy")):
+        return Finding(
+            "entropy",
+            "warning",
+            step,
+            entropy,
+            limits.entropy_min,
+            f"token entropy {entropy:.3g} < {limits.entropy_min:g} from the first log: the run "
+            f"started from {limits.warmup}, which left the policy nearly deterministic before "
+            "GRPO's first step (it overfit its examples), so a group's completions cannot "
+            "differ. GRPO's learning rate is not the cause: re-run make warmup with a higher "
+            "--min-entropy (it stops the fine-tune there) or fewer --epochs, and train from "
+            "its merged model.",
+        )
     return Finding(
         "entropy",
         "warning",
@@ -759,6 +780,27 @@ def fired(events: list[dict]) -> dict[str, dict]:
     return summary
 
 
+def warmup_origin(record: dict | None) -> str | None:
+    """The format warm-up a model came from, in words, from the run record of the folder it
+    was loaded from (`generation.run_record_of`; a `grpo warmup` record has a `warmup` entry);
+    None when the model is no warm-up's."""
+    warmup = (record or {}).get("warmup")
+    if not isinstance(warmup, dict):
+        return None
+    folder = (record.get("recipe") or {}).get("output_dir") or "a warm-up"
+    said = []
+    if isinstance(warmup.get("steps"), int):
+        batch = warmup.get("batch_size")
+        said.append(f"{warmup['steps']} steps" + (f" at batch {batch}" if batch else ""))
+    last = (warmup.get("entropy") or {}).get("last")
+    if isinstance(last, int | float):
+        said.append(f"its completions' entropy ending at {last:.3g}")
+    floor = warmup.get("min_entropy")
+    if isinstance(floor, int | float):
+        said.append(f"--min-entropy {floor:g}")
+    return f"the warm-up in {folder}" + (f" ({', '.join(said)})" if said else "")
+
+
 def limits_from(
     script,
     *,
@@ -767,11 +809,13 @@ def limits_from(
     correctness: str | None = None,
     max_tool_calling_iterations: int | None = None,
     fp16: bool = False,
+    warmup: str | None = None,
 ) -> HealthLimits:
     """The health limits from the recipe's `health_*` fields (a recipe.ScriptArguments), `beta`,
-    `max_completion_length`, `max_tool_calling_iterations` (GRPOConfig's; None: no cap) and
-    `fp16` (mixed precision with a loss scaler). An offline run (`smoke`) chose its short
-    completions, so clipping is expected there and not checked."""
+    `max_completion_length`, `max_tool_calling_iterations` (GRPOConfig's; None: no cap),
+    `fp16` (mixed precision with a loss scaler) and `warmup` (the warm-up the model came from,
+    `warmup_origin`). An offline run (`smoke`) chose its short completions, so clipping is
+    expected there and not checked."""
     return HealthLimits(
         zero_std_max=script.health_zero_std_max,
         kl_max=script.health_kl_max,
@@ -788,6 +832,7 @@ def limits_from(
         max_completion_length=max_completion_length or 0,
         max_tool_calling_iterations=max_tool_calling_iterations or None,
         fp16=bool(fp16),
+        warmup=warmup or None,
     )
 
 

@@ -36,9 +36,11 @@ from ..callbacks.health import (
     read_events,
     training_rows,
     uses_tools,
+    warmup_origin,
 )
 from ..callbacks.run_record import RECORD
 from ..errors import UserError
+from ..generation import run_record_of
 from ..recipe import ScriptArguments, add_recipe_options, recipe_from
 from ..runner import run
 from ..text import markdown_code
@@ -446,6 +448,7 @@ def limits_for(run_dir: Path, task) -> HealthLimits:
     names = {f.name for f in dataclasses.fields(ScriptArguments)}
     script = ScriptArguments(**{k: v for k, v in values.items() if k in names})
     correctness = task.correctness
+    model = values.get("model_name_or_path")  # a warm-up's merged model: its record says so
     return limits_from(
         script,
         beta=values.get("beta") or 0.0,
@@ -453,6 +456,7 @@ def limits_for(run_dir: Path, task) -> HealthLimits:
         correctness=correctness if correctness in script.reward_funcs else None,
         max_tool_calling_iterations=values.get("max_tool_calling_iterations"),
         fp16=bool(values.get("fp16")),
+        warmup=warmup_origin(run_record_of(model)) if model else None,
     )
 
 
