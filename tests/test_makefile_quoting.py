@@ -62,3 +62,17 @@ def test_ordinary_values_are_written_as_they_are(default_project):
         "python", "-m", "grpo_kit", "merge", "outputs/run-1", "--config", "configs/grpo.yaml",
         "--max_steps", "5",
     ]  # fmt: skip
+
+
+def test_make_real_model_runs_the_kits_builder(default_project):
+    """Issue 40: every project builds the real model with one documented target, which installs
+    the `gguf` package the build needs when it is missing."""
+    assert make(default_project, "real-model") == [
+        "-m", "grpo_kit", "real-model", "--install-missing",
+    ]  # fmt: skip
+    makefile = (default_project / "Makefile").read_text(encoding="utf-8")
+    phony = next(line for line in makefile.splitlines() if line.startswith(".PHONY: help"))
+    assert "real-model" in phony.split()
+    from grpo_kit import cli
+
+    assert cli.COMMANDS["real-model"][:2] == ("offline.real_model", "main")

@@ -11,8 +11,9 @@ import pytest
 from grpo_kit import cli
 
 COMMANDS = list(cli.COMMANDS)
-# Commands that run without a project: the tiny model is written anywhere, the manual read.
-ANYWHERE = {"tiny-model", "docs"}
+# Commands that run without a project: the tiny model is written anywhere, the manual read, the
+# real model built (tests/test_real_model_command.py).
+ANYWHERE = {"tiny-model", "docs", "real-model"}
 
 
 def grpo(argv, monkeypatch) -> int:

@@ -352,6 +352,35 @@ def test_another_models_decoding_is_its_own_or_greedy_never_the_projects_card(
     assert changed == Decoding(0.9, 1.0, 0) and changed.source == "your decoding options"
 
 
+def test_a_folder_the_kit_built_is_the_model_it_stands_for(project, tmp_path):
+    """Issue 40: evaluate called the offline SmolLM2 build "not the project's model" in a project
+    generated for SmolLM2, and decoded it greedily. The builder's marker (`hub_id`) names the
+    model; the folder, and a run trained from it, decode as that model does."""
+    card = with_sampling(dataclasses.replace(project, model="org/project-model"), CARD)
+    built = tmp_path / "built"
+    built.mkdir()
+    (built / "config.json").write_text("{}")
+    assert generation.stands_for(built) is None  # no marker: a folder like any other
+    assert "is not the project's model" in Decoding.for_model(card, built).source
+    marker = built / generation.MODEL_SOURCE
+    marker.write_text(json.dumps({"hub_id": "org/project-model", "wheel": "x==1"}))
+    assert generation.stands_for(built) == "org/project-model"
+    assert Decoding.for_model(card, built) == Decoding(0.6, 0.95, 20)
+    trained = tmp_path / "run"
+    record(trained, model_name_or_path=str(built))
+    assert Decoding.for_model(card, trained) == Decoding(0.6, 0.95, 20)
+    other = dataclasses.replace(card, model="org/other-model")
+    decoding = Decoding.for_model(other, trained)
+    assert decoding.greedy and decoding.source == (
+        f"greedy: org/project-model (built in {built}) is not the project's model "
+        "(org/other-model) and its generation_config.json asks for no sampling"
+    )
+    for broken in ("not json", "[1]", '{"hub_id": 3}', '{"hub_id": ""}'):
+        marker.write_text(broken)
+        assert generation.stands_for(built) is None, broken
+    assert generation.stands_for("org/project-model") is None  # a Hub id: no folder, no marker
+
+
 def test_no_model_errors_name_the_flag_that_fixes_them(tmp_path):
     with pytest.raises(evaluate.UserError, match=r"RUN_DIR=outputs/<run> .*--model PATH"):
         evaluate.evaluate(["--smoke", "--model", str(tmp_path / "nothing")])

@@ -201,8 +201,37 @@ def test_a_trial_with_the_real_model_trains_and_is_evaluated_offline(
     table = capsys.readouterr().out
     assert f"- base: `{real_model_dir}` (the model the run trained from" in table
     assert "greedy" in table and "not the project's model (Qwen/Qwen3.5-2B)" in table
+    assert f"{builder.HUB_ID} (built in {real_model_dir}) is not the project's model" in table
+    assert f"; {builder.HUB_ID}, built offline)" in table  # the base named by its marker
     assert "model card" not in table
     assert "| format reward | base | trained | change |" in table
+
+
+def test_a_project_generated_for_smollm2_evaluates_the_build_as_its_own_model(
+    real_model_dir, tmp_path, capsys
+):
+    """Issue 40: in a project generated for SmolLM2-135M-Instruct, evaluate called the offline
+    build "not the project's model" and decoded it greedily; its marker (`hub_id`) makes it the
+    project's model, decoded with the card's sampling the project carries."""
+    from grpo_kit.commands import evaluate
+
+    card = "recommended_sampling = { temperature = 0.6, top_p = 0.95, top_k = 20 }"
+    root = make_project(
+        tmp_path / "project", tiny_arch="llama", chat_template="smollm2",
+        recipe=f"{CPU_RECIPE}dataset_name: data/sample_math.jsonl\n", extra=card,
+    )  # fmt: skip
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text().replace('model = "kit/test-model"', f'model = "{builder.HUB_ID}"')
+    )
+    with chdir(root):
+        evaluate.evaluate(
+            ["--model", str(real_model_dir), "--no-base", "--limit", "1", "--max-new-tokens",
+             "8", "--output-dir", str(tmp_path / "eval")]
+        )  # fmt: skip
+    table = capsys.readouterr().out
+    assert "not the project's model" not in table
+    assert "sampling at temperature 0.6, top_p 0.95, top_k 20 (the model card's" in table
 
 
 def test_train_refuses_the_real_model_before_the_first_step(
@@ -251,5 +280,6 @@ def test_a_machine_that_cannot_build_it_gets_one_clear_reason(tmp_path, monkeypa
     with pytest.raises(builder.RealModelUnavailable, match="expected b179c952"):
         builder.extract_gguf(other, tmp_path / "out")
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
-    with pytest.raises(builder.RealModelUnavailable, match="pip install gguf"):
+    with pytest.raises(builder.RealModelUnavailable, match='pip install "gguf>=0.10'):
         builder.ensure_real_model(tmp_path / "cache")
+    assert not (tmp_path / "cache").exists()  # refused before anything is written

@@ -37,13 +37,14 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "reward-model": ("commands.reward_model", "main", "train a reward model on preference pairs"),
     "export": ("commands.export", "main", "hand over to verl or OpenRLHF: data, rewards, launch"),
     "tiny-model": ("offline.tiny_model", "main", "write the tiny offline model"),
+    "real-model": ("offline.real_model", "main", "build SmolLM2-135M-Instruct offline (PyPI)"),
     "acceptance": ("commands.acceptance", "main", "GPU acceptance cases: peak vs estimate"),
     "eject": ("commands.eject", "main", "make the kit's train, merge or infer script yours"),
     "docs": ("commands.docs", "main", "the kit's manual, as installed: topics, or one printed"),
     "check": ("commands.check", "main", "task.py, rewards.py, recipe agree? *.rej files? (update)"),
 }
 # Commands that need no project (nor the training stack): they run anywhere.
-NO_PROJECT = ("docs", "check")  # check reads the project's files as text, itself
+NO_PROJECT = ("docs", "check", "real-model")  # check reads the project's files as text, itself
 # Commands that never load the project's backend (TRL's own trainers, no Unsloth patches).
 NO_BACKEND = ("reward-model", "tiny-model", "acceptance", "eject")
 # Commands that need no training stack (it is imported for the others before they start).

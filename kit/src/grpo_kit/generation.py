@@ -30,6 +30,7 @@ __all__ = [
     "load_tokenizer_for",
     "model_class",
     "prompt_texts",
+    "stands_for",
 ]
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,9 @@ MODEL_HINT = (
 )
 CARD_SOURCE = "the model card's recommendation ([tool.grpo] recommended_sampling)"
 NO_CARD = "the template knows no model-card sampling for it ([tool.grpo] recommended_sampling)"
+# The marker in a model folder the kit built from another source (offline/real_model.py: the
+# real model, from a PyPI wheel): {"hub_id": the Hub model it stands for, and the source}.
+MODEL_SOURCE = "grpo_kit_source.json"
 
 
 @dataclass(frozen=True)
@@ -95,16 +99,19 @@ class Decoding:
     def for_model(cls, project: Project, model: str | Path | None) -> Decoding:
         """What evaluate and infer decode `model` with unless told otherwise (None: the project's
         model). The card's sampling belongs to the project's model: a model trained from it
-        (its run record or adapter says so) keeps it; any other model decodes with the sampling
-        its generation_config.json asks for (do_sample), else greedily."""
+        (its run record or adapter says so) keeps it, and so does a folder the kit built that
+        stands for it (`stands_for`: the real model built offline); any other model decodes with
+        the sampling its generation_config.json asks for (do_sample), else greedily."""
         origin = origin_of(model) if model is not None else project.model
-        if model is None or origin == project.model:
+        hub_id = stands_for(origin)  # a folder the kit built: the Hub model it stands for
+        if model is None or (hub_id or origin) == project.model:
             return cls.default(project)
         for source in dict.fromkeys([str(model), origin]):
             own = cls.from_generation_config(source)
             if own is not None:
                 return own
-        return cls(source=f"greedy: {origin} is not the project's model ({project.model}) and "
+        named = f"{hub_id} (built in {origin})" if hub_id else origin
+        return cls(source=f"greedy: {named} is not the project's model ({project.model}) and "
                    "its generation_config.json asks for no sampling")  # fmt: skip
 
     @classmethod
@@ -248,6 +255,20 @@ def origin_of(model: str | Path) -> str:
             return current
         current = parent
     return current
+
+
+def stands_for(path: str | Path) -> str | None:
+    """The Hub model a folder the kit built stands for, however it was obtained: the `hub_id` of
+    its `grpo_kit_source.json` (the real model built offline from a PyPI wheel writes it); None
+    for any other model (a Hub id, a folder without the marker, an unreadable marker)."""
+    marker = Path(path) / MODEL_SOURCE
+    if not marker.is_file():
+        return None
+    try:
+        hub_id = json.loads(marker.read_text(encoding="utf-8")).get("hub_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return hub_id if isinstance(hub_id, str) and hub_id else None
 
 
 def is_adapter(path: Path) -> bool:

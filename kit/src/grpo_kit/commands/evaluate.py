@@ -43,6 +43,7 @@ from ..generation import (
     load_tokenizer_for,
     origin_of,
     run_record_of,
+    stands_for,
     trained_from,
 )
 from ..project import Project
@@ -351,7 +352,9 @@ def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
     args.base_note = ""
     if not args.no_base:
         models["base"], why = base_model(args, recipe, trained)
-        args.base_note = f"`{models['base']}` ({why})"
+        hub_id = stands_for(origin_of(models["base"]))  # the real model built offline
+        built = f"; {hub_id}, built offline" if hub_id else ""
+        args.base_note = f"`{models['base']}` ({why}{built})"
     models["trained"] = str(trained)
     args.decoding = decoding_from(args, project, models.get("base", str(trained)))
     args.agent = None  # an agent task: (environment factories, tool-calling turn cap)

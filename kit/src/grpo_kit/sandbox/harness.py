@@ -1400,5 +1400,24 @@ def main() -> None:
         os.waitpid(collector, 0)
 
 
+def check_arguments(argv: list) -> None:
+    """The harness is started by the sandbox with its socket's descriptor, never by hand: any
+    other arguments (`--help` included) get argparse's usage (exit 0 for --help, 2 otherwise)."""
+    if len(argv) == 1 and argv[0].isdigit():
+        return
+    import argparse  # only off the sandbox's path: it starts the harness with one number
+
+    parser = argparse.ArgumentParser(
+        prog="python -m grpo_kit.sandbox.harness",
+        description="The code sandbox's fork server. Internal: grpo_kit.sandbox starts it inside "
+        "the OS sandbox with the descriptor of its control socket; there is nothing to run by "
+        "hand (`grpo docs agents` describes the sandbox).",
+    )
+    parser.add_argument("fd", type=int, help="the control socket's file descriptor")
+    parser.parse_args(argv)
+    parser.error("started by hand: the harness runs only inside the sandbox")
+
+
 if __name__ == "__main__":
+    check_arguments(sys.argv[1:])
     main()
