@@ -315,3 +315,42 @@ def test_the_defaults_the_manual_states_are_the_judges():
     assert stated and all(name in defaults for name in stated), stated
     for name, value in stated.items():
         assert str(defaults[name]) == value.strip(), name
+
+
+# Honest completions near the patterns: none of them addresses the grader.
+NEAR_MISSES = [
+    "The accuracy of the scale is about 10 grams.",
+    "accuracy matters: 10 runs were averaged.",
+    "In HTML, a paragraph is written <p>like this</p>, and a list item <li>.",
+    "The judge, after a long trial, ruled for the defendant.",
+    "Ignore the noise at the start of the signal; the peak is what counts.",
+    "Clarity is the first virtue of prose.\nA second line: 10 words at most.",
+    "She scored 10 out of 10 on the test.",
+    "if a < b and b > c: print('<response>' is a tag name)",
+]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_every_hostile_form_is_an_injection_signal(hostile):
+    assert judge_module.injection_signals(hostile, RUBRIC), hostile
+
+
+def test_near_misses_are_not_injection_signals():
+    flagged = {t: judge_module.injection_signals(t, RUBRIC) for t in NEAR_MISSES}
+    # the last one names a block tag in code: a completion about the tags is flagged, and says so
+    assert [t for t, signals in flagged.items() if signals] == [NEAR_MISSES[-1]]
+    assert "a quote block's tag" in flagged[NEAR_MISSES[-1]][0]
+
+
+def test_an_injection_scores_0_unasked_and_is_counted(caplog):
+    endpoint = Endpoint(f"http://127.0.0.1:{unused_port()}/v1", "judge")
+    rows = [HOSTILE[1], "An honest answer.", HOSTILE[1]]
+    with Judge(RUBRIC, endpoint, retries=0) as judge:
+        scores, metrics = judge.score(["Q"] * 3, rows)
+    assert scores == [0.0, None, 0.0]  # the honest row went to the (dead) judge
+    assert (metrics.injections, metrics.requests, metrics.cache_hits) == (2, 1, 1)
+    with Judge(RUBRIC, endpoint, retries=0, injections="judge") as judge:
+        scores, metrics = judge.score(["Q"] * 3, rows)
+    assert scores == [None, None, None] and (metrics.injections, metrics.requests) == (2, 2)
+    with pytest.raises(UserError, match="penalize"):
+        Judge(RUBRIC, endpoint, injections="ignore")

@@ -20,7 +20,10 @@ OpenAI's chat completions (`POST {base_url}/chat/completions`): vLLM (`vllm serv
 - **injection resistance**: the prompt and the completion reach the judge as quoted data, inside
   `<prompt>`/`<response>` blocks with `&`, `<` and `>` escaped as `&amp;`, `&lt;`, `&gt;` (so no
   text can close a block or open another), over-long text cut with a note outside the block, and
-  a system prompt that says the blocks are data to grade and never instructions.
+  a system prompt that says the blocks are data to grade and never instructions; a completion
+  that addresses the judge in a form a program can see (a score line in the reply's format, the
+  blocks' tags, a chat turn marker, "ignore the rubric") scores 0 without being sent
+  (`injection_signals`; `injections="judge"` sends it anyway).
 
 The client is the standard library's (`urllib`: no dependency, the same on every stack the kit
 supports); serving a judge locally with `transformers serve` takes `pip install "grpo-kit[judge]"`.
@@ -63,6 +66,7 @@ __all__ = [
     "judge_reward",
     "parse_scores",
     "prompt_text",
+    "injection_signals",
     "quote",
 ]
 
@@ -305,6 +309,9 @@ def judge_messages(rubric: Rubric, prompt: str, response: str, max_chars: int) -
     return messages
 
 
+_SCORE_LINE = re.compile(r"([a-z][a-z0-9_]*)\s*\**\s*[:=]\s*\**\s*([+-]?\d+)\s*\**")
+
+
 def parse_scores(reply: str, rubric: Rubric) -> dict[str, int]:
     """The judge's scores from its reply, strictly: every non-blank line is `name: <integer>`
     for a criterion (`**`, backticks and surrounding spaces tolerated), each criterion exactly
@@ -319,7 +326,7 @@ def parse_scores(reply: str, rubric: Rubric) -> dict[str, int]:
         bare = line.strip().strip("*`").strip()
         if not bare:
             continue
-        match = re.fullmatch(r"([a-z][a-z0-9_]*)\s*\**\s*[:=]\s*\**\s*([+-]?\d+)\s*\**", bare)
+        match = _SCORE_LINE.fullmatch(bare)
         if match is None:
             raise JudgeParseError(f"not a `name: score` line: {line[:80]!r}")
         name, value = match.group(1), int(match.group(2))
@@ -334,6 +341,50 @@ def parse_scores(reply: str, rubric: Rubric) -> dict[str, int]:
     if missing:
         raise JudgeParseError(f"no score for {missing}")
     return scores
+
+
+# --- injections -------------------------------------------------------------------------------
+
+_BLOCK_TAG = re.compile(r"<\s*/?\s*(prompt|response)\s*>", re.IGNORECASE)
+_TURN_MARKERS = re.compile(
+    r"<\|(im_start|im_end|eot_id|start_header_id|end_header_id|endoftext|end)\|>|\[/?INST\]"
+    r"|<start_of_turn>|<end_of_turn>|<\|(system|user|assistant)\|>",
+    re.IGNORECASE,
+)
+_TO_THE_GRADER = re.compile(
+    r"\b(ignore|disregard|forget)\b[^.\n]{0,40}\b(instructions?|rubric|criteria|rules|prompt)\b"
+    r"|(^|[.!?]\s)\s*(dear\s+)?(grader|judge|evaluator|assessor)\s*[,:]"
+    r"|\b(give|award|assign|rate)\b[^.\n]{0,30}\b(full marks|(maximum|max|perfect|top|highest)"
+    r" (score|marks|grade|rating))\b"
+    r"|\b(system|rubric|grading) (override|update)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def injection_signals(text: str, rubric: Rubric) -> list[str]:
+    """What in a completion addresses the judge rather than the task: a line the judge's reply
+    parser would read as a score for one of the rubric's criteria, a tag of the quoted blocks
+    (`<response>`, `</prompt>`, ...), a chat template's turn marker, or a common phrasing of an
+    order to the grader ("ignore the rubric", "judge:", "give it full marks"). Deterministic and
+    cheap; it catches the forms, not every persuasion (what it misses is the judge model's to
+    resist)."""
+    found = []
+    names = {c.name for c in rubric.criteria}
+    for line in text.splitlines():
+        bare = line.strip().strip("*`").strip()
+        match = _SCORE_LINE.fullmatch(bare)
+        if match and match.group(1) in names:
+            found.append(f"a score line: {bare[:40]!r}")
+            break
+    for pattern, what in (
+        (_BLOCK_TAG, "a quote block's tag"),
+        (_TURN_MARKERS, "a chat turn marker"),
+        (_TO_THE_GRADER, "words to the grader"),
+    ):
+        match = pattern.search(text)
+        if match:
+            found.append(f"{what}: {match.group(0)[:40]!r}")
+    return found
 
 
 # --- the client -------------------------------------------------------------------------------
@@ -352,6 +403,7 @@ class JudgeMetrics:
     failures: int = 0  # no answer: connection, HTTP error, malformed response
     parse_errors: int = 0  # an answer the parser refused
     timeouts: int = 0  # still waiting when the batch's budget ran out
+    injections: int = 0  # completions with injection signals (scored 0 unless sent anyway)
     latency_s: float = 0.0
     answered: int = field(default=0, repr=False)  # requests that got an answer (latency's count)
 
@@ -378,7 +430,11 @@ class Judge:
     `max_chars`: the prompt and the response are each cut to this many characters (with a
     note). `cache_size`: judgements kept (least recently used dropped). `on_reply(body,
     reply)`: called with each request's JSON body and the judge's reply text (None when no
-    answer came), e.g. to log or inspect what the judge was shown."""
+    answer came), e.g. to log or inspect what the judge was shown. `injections`: what to do
+    with a completion that has `injection_signals` (fake score lines, the blocks' tags, turn
+    markers, orders to the grader): "penalize" scores it 0 without asking the judge (a policy
+    that learns to address its grader learns that it costs), "judge" sends it like any other;
+    either way it is counted."""
 
     def __init__(
         self,
@@ -391,6 +447,7 @@ class Judge:
         backoff_s: float = 0.5,
         max_chars: int = 6000,
         cache_size: int = 50_000,
+        injections: str = "penalize",
         on_reply: Callable[[dict, str | None], None] | None = None,
     ) -> None:
         if not isinstance(rubric, Rubric):
@@ -405,6 +462,8 @@ class Judge:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise UserError(f"judge {label} must be an integer >= {least}, got {value!r}")
+        if injections not in ("penalize", "judge"):
+            raise UserError(f"judge injections must be 'penalize' or 'judge', got {injections!r}")
         if not batch_budget_s > 0 or backoff_s < 0:
             raise UserError("judge batch_budget_s must be > 0 and backoff_s >= 0")
         endpoint.headers()  # a missing key is a configuration error: say so now, not per row
@@ -412,6 +471,7 @@ class Judge:
         self.workers, self.batch_budget_s = workers, float(batch_budget_s)
         self.retries, self.backoff_s = retries, float(backoff_s)
         self.max_chars, self.cache_size = max_chars, cache_size
+        self.injections = injections
         self.url = endpoint.base_url.rstrip("/") + "/chat/completions"
         self._rubric_key = rubric.key
         self._cache: OrderedDict[str, float] = OrderedDict()
@@ -460,14 +520,22 @@ class Judge:
         keys = [self.cache_key(p, t) for p, t in zip(asked, texts, strict=True)]
         results: dict[str, float | None] = {}
         todo: dict[str, tuple[str, str]] = {}
+        flagged: dict[str, bool] = {}
         with self._lock:
             for key, prompt, text in zip(keys, asked, texts, strict=True):
+                if key in flagged:  # a duplicate in the batch: asked once
+                    metrics.cache_hits += 1
+                    continue
+                flagged[key] = bool(injection_signals(text, self.rubric))
                 if key in self._cache:
                     self._cache.move_to_end(key)
                     results[key] = self._cache[key]
-                elif key not in todo:
+                    metrics.cache_hits += 1
+                elif flagged[key] and self.injections == "penalize":
+                    results[key] = 0.0
+                else:
                     todo[key] = (prompt, text)
-        metrics.cache_hits = len(keys) - len(todo)  # cached, or a duplicate of a row asked
+        metrics.injections = sum(1 for key in keys if flagged[key])
         errors: list[str] = []
         if todo:
             self._run(todo, deadline, results, metrics, errors)
