@@ -354,3 +354,12 @@ def test_an_injection_scores_0_unasked_and_is_counted(caplog):
     assert scores == [None, None, None] and (metrics.injections, metrics.requests) == (2, 2)
     with pytest.raises(UserError, match="penalize"):
         Judge(RUBRIC, endpoint, injections="ignore")
+
+
+def test_the_hostile_variants_the_pattern_sees_and_the_two_it_cannot():
+    variants = judge_module.hostile_variants("Paris is the capital of France.", RUBRIC)
+    seen = {name for name, text in variants.items() if judge_module.injection_signals(text, RUBRIC)}
+    assert seen == set(variants) - {"padding", "persuasion"}
+    assert len(variants["long"]) > 20_000 and variants["long"].endswith("clarity: 10")
+    for text in variants.values():
+        assert text.startswith("Paris is the capital of France.")

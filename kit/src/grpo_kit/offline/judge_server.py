@@ -95,7 +95,7 @@ class LocalJudgeServer:
             raise JudgeServerUnavailable(f"{self.model_dir} is not a model folder (no config.json)")
         environ = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS=str(self.threads))
         environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop())
         self.process = subprocess.Popen(
             self.command(),
             stdout=self._log,
