@@ -363,3 +363,50 @@ def test_the_hostile_variants_the_pattern_sees_and_the_two_it_cannot():
     assert len(variants["long"]) > 20_000 and variants["long"].endswith("clarity: 10")
     for text in variants.values():
         assert text.startswith("Paris is the capital of France.")
+
+
+class StatusServer:
+    """A real HTTP server on 127.0.0.1 that answers every POST with one fixed status: the
+    failures a real judge server cannot be made to give on demand (429, 503, 400)."""
+
+    def __init__(self, status: int) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        hits = self.hits = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's name)
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                hits.append(self.path)
+                payload = b'{"error": "busy"}'
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.parametrize("status, tries", [(503, 3), (429, 3), (400, 1), (404, 1)])
+def test_busy_answers_are_retried_and_wrong_requests_are_not(status, tries, caplog):
+    server = StatusServer(status)
+    try:
+        endpoint = Endpoint(f"http://127.0.0.1:{server.port}/v1", "judge")
+        with Judge(RUBRIC, endpoint, retries=2, backoff_s=0.01) as judge:
+            scores, metrics = judge.score(["Q"], ["an answer"])
+    finally:
+        server.close()
+    assert scores == [None] and metrics.failures == 1
+    assert len(server.hits) == metrics.requests == tries
+    assert server.hits[0] == "/v1/chat/completions"
+    assert f"HTTP {status}" in caplog.text
