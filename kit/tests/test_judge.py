@@ -6,6 +6,7 @@ model: test_judge_server.py."""
 from __future__ import annotations
 
 import html
+import json
 import re
 import socket
 import threading
@@ -410,3 +411,49 @@ def test_busy_answers_are_retried_and_wrong_requests_are_not(status, tries, capl
     assert len(server.hits) == metrics.requests == tries
     assert server.hits[0] == "/v1/chat/completions"
     assert f"HTTP {status}" in caplog.text
+
+
+def test_agreement_counts_the_order_the_references_give_and_the_distance():
+    perfect = judge_module.agreement([0.0, 0.5, 1.0], [0.1, 0.5, 0.9])
+    assert (perfect.pairs, perfect.pairs_ordered, perfect.within) == (3, 1.0, 1.0)
+    assert perfect.mean_abs_error == pytest.approx(0.2 / 3)
+    reversed_ = judge_module.agreement([1.0, 0.5, 0.0], [0.0, 0.5, 1.0])
+    assert reversed_.pairs_ordered == 0.0 and reversed_.within == pytest.approx(1 / 3)
+    flat = judge_module.agreement([0.7, 0.7, 0.7], [0.0, 0.5, 1.0])  # a judge that says 7 to all
+    assert flat.pairs_ordered == 0.5  # ties count half: no better than a coin
+    partial = judge_module.agreement([None, 1.0, 0.0, None], [1.0, 1.0, 0.0, 0.0])
+    assert (partial.rows, partial.unscored, partial.pairs, partial.pairs_ordered) == (4, 2, 1, 1.0)
+    none = judge_module.agreement([None], [1.0])
+    assert none.pairs_ordered is None and none.mean_abs_error is None
+    on_scale = judge_module.agreement([2.0, 4.0], [2.0, 5.0], low=1, high=5, tolerance=0.25)
+    assert on_scale.mean_abs_error == pytest.approx(0.125) and on_scale.within == 1.0
+
+
+def test_reward_debug_reports_agreement_with_reference_scores(
+    projects, monkeypatch, tmp_path, capsys
+):
+    from grpo_kit.commands import reward_debug
+
+    monkeypatch.chdir(projects("math"))
+    lines = [  # row 0's gold answer is 18; the references are a grader's, one of them wrong
+        {"completion": "<think>16-3-4=9, 9*2</think><answer>18</answer>", "row": 0,
+         "reference": {"math_correctness": 1.0}},
+        {"completion": "<answer>17</answer>", "row": 0, "reference": {"math_correctness": 0.0}},
+        {"completion": "18, I think", "row": 0, "reference": {"math_correctness": 1.0}},
+        {"completion": "no idea", "row": 0},
+    ]  # fmt: skip
+    path = tmp_path / "labelled.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert reward_debug.main(["--completions", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "agreement with the reference scores" in out
+    table = out.split("agreement with the reference scores", 1)[1]
+    row = next(line for line in table.splitlines() if "math_corr" in line)
+    cells = [cell.strip() for cell in row.strip("│ ").split("│")]
+    # 3 rows; the references order 2 pairs (1 vs 0 twice): the reward orders the first and ties
+    # the second (the third completion marks no answer: 0), a half; it is 1 off on 1 row of 3
+    assert cells[1:6] == ["3", "0", "2", "75%", "33%"], cells
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"completion": "x", "reference": {"nope": 1}}) + "\n")
+    assert reward_debug.main(["--completions", str(bad)]) == 2
+    assert "the recipe does not score with" in capsys.readouterr().err

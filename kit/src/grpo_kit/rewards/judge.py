@@ -66,6 +66,8 @@ __all__ = [
     "judge_reward",
     "parse_scores",
     "prompt_text",
+    "Agreement",
+    "agreement",
     "hostile_variants",
     "injection_signals",
     "quote",
@@ -761,3 +763,61 @@ def judge_reward(judge: Judge, name: str = "judge") -> RewardFunc:
     reward_func.time_budget = None  # type: ignore[attr-defined]
     reward_func.judge = judge  # type: ignore[attr-defined]
     return reward_func
+
+
+# --- agreement with reference scores -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How a reward's scores agree with reference scores written by hand from the rubric (both
+    on the reward's range). `pairs_ordered`: of the pairs of completions the references rank
+    differently, the fraction the reward ranks the same way (GRPO learns from the order within
+    a group, so this is the figure that matters most; a tie in the reward counts half).
+    `mean_abs_error`: the mean |score - reference|, as a fraction of the range; `within`: the
+    fraction within `tolerance` of the range. Rows the reward left None are not counted but are
+    `unscored`."""
+
+    rows: int
+    unscored: int
+    pairs: int
+    pairs_ordered: float | None
+    mean_abs_error: float | None
+    within: float | None
+    tolerance: float
+
+
+def agreement(
+    scores: Sequence[float | None],
+    references: Sequence[float],
+    low: float = 0.0,
+    high: float = 1.0,
+    tolerance: float = 0.1,
+) -> Agreement:
+    """The agreement of `scores` (None: no judgement) with `references`, aligned (see
+    `Agreement`)."""
+    if len(scores) != len(references):
+        raise ValueError(f"{len(scores)} scores for {len(references)} references")
+    width = high - low  # an unbounded reward (a reward model's score): order only
+    kept = [(s, r) for s, r in zip(scores, references, strict=True) if s is not None]
+    errors = [abs(s - r) / width for s, r in kept] if math.isfinite(width) else []
+    pairs, same = 0, 0.0
+    for i in range(len(kept)):
+        for j in range(i + 1, len(kept)):
+            (si, ri), (sj, rj) = kept[i], kept[j]
+            if ri == rj:
+                continue
+            pairs += 1
+            if si == sj:
+                same += 0.5
+            elif (si > sj) == (ri > rj):
+                same += 1.0
+    return Agreement(
+        rows=len(scores),
+        unscored=len(scores) - len(kept),
+        pairs=pairs,
+        pairs_ordered=same / pairs if pairs else None,
+        mean_abs_error=sum(errors) / len(errors) if errors else None,
+        within=sum(1 for e in errors if e <= tolerance + 1e-12) / len(errors) if errors else None,
+        tolerance=tolerance,
+    )
