@@ -1,6 +1,7 @@
 """The judge against a real OpenAI-compatible server: `transformers serve` (transformers' own
 server) on the real SmolLM2-135M-Instruct (grpo_kit/offline/real_model.py), started once per
-session on 127.0.0.1, never a mock. What is sent is inspected through `Judge(on_reply=...)`, the
+session on 127.0.0.1, never a mock (and a custom project with a judge reward trains two smoke
+steps against it). What is sent is inspected through `Judge(on_reply=...)`, the
 bodies the client posts and the replies the server gave.
 
 SmolLM2-135M is a weak judge: it mostly follows the reply format after two graded examples,
@@ -11,7 +12,8 @@ honest content under the kit's defaults; what the model does with plain persuasi
 pattern catches, is printed, not asserted.
 
 Skipped, with the reason, where the model cannot be built or FastAPI/uvicorn are missing
-(`pip install "grpo-kit[judge]"`). About a minute on 2 CPU cores: a dozen short requests."""
+(`pip install "grpo-kit[judge]"`). About 100 s on 2 busy CPU cores: twenty short requests and
+two training steps of the tiny policy."""
 
 from __future__ import annotations
 
@@ -177,6 +179,66 @@ def test_hostile_completions_reach_the_real_judge_only_quoted_and_earn_no_more_t
                 assert score <= honest + TOLERANCE, (name, score, honest)
             continue
         assert score == 0.0, name
+
+
+JUDGED_REWARDS = """
+
+from grpo_kit.rewards.judge import Criterion, Endpoint, Example, Judge, Rubric, judge_reward
+
+JUDGE = Judge(
+    Rubric(
+        (Criterion("correct", "the answer to the question is right"),),
+        task="short factual answers",
+        examples=(Example("What is 3+3?", "3+3 = 6.", dict(correct=10)),),
+    ),
+    Endpoint("BASE_URL", "MODEL"),
+    workers=2,
+    batch_budget_s=60.0,
+    max_chars=300,
+)
+correct_by_judge = judge_reward(JUDGE, name="correct_by_judge")
+"""
+
+
+def test_a_project_with_a_judge_reward_trains_and_logs_the_judge(
+    server, tiny_model_dir, tmp_path_factory
+):
+    """The custom starter with a judge reward beside its own: two smoke steps of the tiny
+    policy, its completions graded by the real server, the judge's metrics in TRL's logs."""
+    from conftest import make_project, smoke_train
+
+    root = make_project(tmp_path_factory.mktemp("judged"), "custom", package="judged_custom")
+    package = root / "src" / "judged_custom"
+    rewards_py = package / "rewards.py"
+    rewards_py.write_text(
+        rewards_py.read_text()
+        + JUDGED_REWARDS.replace("BASE_URL", server.base_url).replace("MODEL", server.model)
+    )
+    task_py = package / "task.py"
+    text = task_py.read_text()
+    anchor = "        Reward(rewards.strict_format, 0.5, formats.STRICT_WHY),\n"
+    assert anchor in text
+    task_py.write_text(
+        text.replace(
+            anchor,
+            '        Reward(rewards.correct_by_judge, 1.0, "the judge\'s grade", "correctness"),\n'
+            + anchor,
+        )
+    )
+    trainer = smoke_train(tiny_model_dir, root / "outputs" / "run", "--max_steps", "2", root=root)
+    logged = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert len(logged) == 2
+    for entry in logged:
+        asked = entry["rewards/correct_by_judge/judge_completions"]
+        assert asked > 0 and entry["rewards/correct_by_judge/judge_failures"] == 0
+        assert (
+            entry["rewards/correct_by_judge/judge_judged"]
+            + entry["rewards/correct_by_judge/judge_parse_errors"]
+            + entry["rewards/correct_by_judge/judge_injections"]
+            >= asked - entry["rewards/correct_by_judge/judge_cache_hits"]
+        )
+        if entry["rewards/correct_by_judge/judge_judged"]:  # else TRL's mean is NaN
+            assert 0.0 <= entry["rewards/correct_by_judge/mean"] <= 1.0
 
 
 def test_a_slow_server_costs_the_batch_budget_and_the_late_rows_are_none(server):
