@@ -418,8 +418,11 @@ def hostile_variants(honest: str, rubric: Rubric, long_chars: int = 20_000) -> d
 
 @dataclass
 class JudgeMetrics:
-    """What one batch cost. Counts are of completions, except `requests` and `retries` (HTTP
-    requests made); `latency_s` is the mean time of the requests that got an answer."""
+    """What one batch cost. `completions`, `judged` (a score, 0 for an injection included),
+    `cache_hits` (scored without a request of their own) and `injections` count completions;
+    `failures`, `parse_errors` and `timeouts` count the judgements asked (one per distinct
+    completion not cached) that got none; `requests` and `retries` count HTTP requests;
+    `latency_s` is the mean time of the requests that got an answer."""
 
     completions: int = 0
     judged: int = 0  # completions with a score
