@@ -457,3 +457,73 @@ def test_reward_debug_reports_agreement_with_reference_scores(
     bad.write_text(json.dumps({"completion": "x", "reference": {"nope": 1}}) + "\n")
     assert reward_debug.main(["--completions", str(bad)]) == 2
     assert "the recipe does not score with" in capsys.readouterr().err
+
+
+JUDGED_REWARDS = """
+
+from grpo_kit.rewards.judge import Criterion, Endpoint, Example, Judge, Rubric, judge_reward
+
+JUDGE = Judge(
+    Rubric(
+        (Criterion("correct", "the answer to the question is right"),),
+        task="short factual answers",
+        examples=(Example("What is 3+3?", "3+3 = 6.", dict(correct=10)),),
+    ),
+    Endpoint("BASE_URL", "MODEL"),
+    workers=2,
+    batch_budget_s=60.0,
+    max_chars=300,
+)
+correct_by_judge = judge_reward(JUDGE, name="correct_by_judge")
+"""
+
+
+def judged_project(root: Path, package: str, base_url: str, model: str) -> Path:
+    """A custom project (its own package, `package`: new to the session) whose task has a
+    judge reward, `correct_by_judge`, beside the starter's, asking the server at `base_url`."""
+    from conftest import make_project
+
+    make_project(root, "custom", package=package)
+    rewards_py = root / "src" / package / "rewards.py"
+    added = JUDGED_REWARDS.replace("BASE_URL", base_url).replace("MODEL", model)
+    rewards_py.write_text(rewards_py.read_text() + added)
+    task_py = root / "src" / package / "task.py"
+    text = task_py.read_text()
+    anchor = "        Reward(rewards.strict_format, 0.5, formats.STRICT_WHY),\n"
+    assert anchor in text
+    judged = '        Reward(rewards.correct_by_judge, 1.0, "the judge\'s grade", "correctness"),\n'
+    task_py.write_text(text.replace(anchor, judged + anchor))
+    return root
+
+
+def test_a_project_s_checks_and_reward_debug_leave_its_judge_to_the_agreement(
+    tmp_path, monkeypatch, capsys
+):
+    """A project whose task has a judge reward, its server down (as in its unit tests): the
+    project's checks pass (a judge's grade is no verifier's: the ideal completion need not top
+    it; its guarantees are tested here, not with thousands of requests per project), and
+    `make reward-debug` says "judge" where the others say "yes"."""
+    from grpo_kit.commands import reward_debug
+    from grpo_kit.testing import ProjectChecks
+
+    root = judged_project(
+        tmp_path / "p", "judged_down", f"http://127.0.0.1:{unused_port()}/v1", "m"
+    )
+    checks = ProjectChecks(root)
+    assert judge_module.is_judge(checks.rewards()["correct_by_judge"])
+    start = time.monotonic()
+    checks.ideal_completions_reach_the_top(limit=4)
+    checks.rewards_never_fail(examples=3)
+    checks.large_completions_are_fast(size=4096)
+    assert time.monotonic() - start < 60  # not a judge request per hostile completion
+    monkeypatch.chdir(root)
+    assert reward_debug.main(["--max-rows", "2"]) == 0
+    summary = capsys.readouterr().out.split("summary", 1)[1]
+    cells = {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[1:-1]]
+        for line in summary.splitlines()
+        if line.count("│") > 2
+    }
+    judged = next(cells[name] for name in cells if name.startswith("correct_by"))
+    assert judged[-1] == "judge", judged
+    assert cells["exact_answer"][-1] == "yes"

@@ -181,49 +181,16 @@ def test_hostile_completions_reach_the_real_judge_only_quoted_and_earn_no_more_t
         assert score == 0.0, name
 
 
-JUDGED_REWARDS = """
-
-from grpo_kit.rewards.judge import Criterion, Endpoint, Example, Judge, Rubric, judge_reward
-
-JUDGE = Judge(
-    Rubric(
-        (Criterion("correct", "the answer to the question is right"),),
-        task="short factual answers",
-        examples=(Example("What is 3+3?", "3+3 = 6.", dict(correct=10)),),
-    ),
-    Endpoint("BASE_URL", "MODEL"),
-    workers=2,
-    batch_budget_s=60.0,
-    max_chars=300,
-)
-correct_by_judge = judge_reward(JUDGE, name="correct_by_judge")
-"""
-
-
 def test_a_project_with_a_judge_reward_trains_and_logs_the_judge(
     server, tiny_model_dir, tmp_path_factory
 ):
     """The custom starter with a judge reward beside its own: two smoke steps of the tiny
     policy, its completions graded by the real server, the judge's metrics in TRL's logs."""
-    from conftest import make_project, smoke_train
+    from conftest import smoke_train
+    from test_judge import judged_project
 
-    root = make_project(tmp_path_factory.mktemp("judged"), "custom", package="judged_custom")
-    package = root / "src" / "judged_custom"
-    rewards_py = package / "rewards.py"
-    rewards_py.write_text(
-        rewards_py.read_text()
-        + JUDGED_REWARDS.replace("BASE_URL", server.base_url).replace("MODEL", server.model)
-    )
-    task_py = package / "task.py"
-    text = task_py.read_text()
-    anchor = "        Reward(rewards.strict_format, 0.5, formats.STRICT_WHY),\n"
-    assert anchor in text
-    task_py.write_text(
-        text.replace(
-            anchor,
-            '        Reward(rewards.correct_by_judge, 1.0, "the judge\'s grade", "correctness"),\n'
-            + anchor,
-        )
+    root = judged_project(
+        tmp_path_factory.mktemp("judged"), "judged_custom", server.base_url, server.model
     )
     trainer = smoke_train(tiny_model_dir, root / "outputs" / "run", "--max_steps", "2", root=root)
     logged = [entry for entry in trainer.state.log_history if "loss" in entry]

@@ -34,6 +34,7 @@ from .. import data, rewards
 from ..errors import UserError
 from ..project import load as load_project
 from ..recipe import DEFAULT_RECIPE, SMOKE_OVERRIDES, parse_recipe
+from ..rewards.judge import is_judge
 from ..runner import run
 from ..text import for_terminal
 
@@ -44,6 +45,7 @@ class Scores:
     low: float
     high: float
     values: list[float | None]
+    judged: bool = False  # a judge model's grades: an opinion, not held to the top
 
     @property
     def applicable(self) -> list[float]:
@@ -123,7 +125,7 @@ def score(recipe, rows, pairs: list[tuple[int, object]]) -> list[Scores]:
         values = rewards.call_like_trl(func, texts, chosen)
         bounds = getattr(func, "reward_range", None)
         low, high = (bounds.low, bounds.high) if bounds else (float("-inf"), float("inf"))
-        results.append(Scores(name, low, high, list(values)))
+        results.append(Scores(name, low, high, list(values), judged=is_judge(func)))
     if recipe.script.reward_model:  # scored beside the functions, as GRPOTrainer does
         from ..generation import check_model
         from .reward_model import score_pairs
@@ -207,7 +209,7 @@ def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
         values = result.applicable
         bounded = math.isfinite(result.high)  # a reward model's score has no top
         at_top = bounded and bool(values) and all(v == result.high for v in values)
-        if ideal and bounded and not at_top:
+        if ideal and bounded and not at_top and not result.judged:
             ok = False
         summary.add_row(
             escape(result.name),
@@ -216,7 +218,7 @@ def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
             f"{sum(values) / len(values):.3f}" if values else "-",
             f"{max(values):.3f}" if values else "-",
             str(len(result.values) - len(values)),
-            ("yes" if at_top else "NO") if ideal and bounded else "-",
+            "judge" if result.judged else ("yes" if at_top else "NO") if ideal and bounded else "-",
         )
     console.print(summary)
     return ok

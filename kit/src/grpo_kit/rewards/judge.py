@@ -70,6 +70,7 @@ __all__ = [
     "agreement",
     "hostile_variants",
     "injection_signals",
+    "is_judge",
     "quote",
 ]
 
@@ -735,6 +736,13 @@ class _Retry(Exception):
 
 
 # --- the reward -------------------------------------------------------------------------------
+
+
+def is_judge(func: Any) -> bool:
+    """Whether a reward function is a judge's (`judge_reward`): its grade is a model's opinion,
+    so the checks that a perfect answer reaches the top, and the property and speed checks of
+    `grpo_kit.testing.ProjectChecks` (thousands of calls), leave it out."""
+    return isinstance(getattr(func, "judge", None), Judge)
 
 
 def judge_reward(judge: Judge, name: str = "judge") -> RewardFunc:
