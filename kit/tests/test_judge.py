@@ -463,36 +463,63 @@ JUDGED_REWARDS = """
 
 from grpo_kit.rewards.judge import Criterion, Endpoint, Example, Judge, Rubric, judge_reward
 
-JUDGE = Judge(
-    Rubric(
-        (Criterion("correct", "the answer to the question is right"),),
-        task="short factual answers",
-        examples=(Example("What is 3+3?", "3+3 = 6.", dict(correct=10)),),
-    ),
-    Endpoint("BASE_URL", "MODEL"),
-    workers=2,
-    batch_budget_s=60.0,
-    max_chars=300,
+RUBRIC = Rubric(
+    (Criterion("correct", "the answer to the question is right"),),
+    task="short factual answers",
+    examples=(Example("What is 3+3?", "3+3 = 6.", dict(correct=10)),),
 )
-correct_by_judge = judge_reward(JUDGE, name="correct_by_judge")
+
+
+def build_judge(judge_base_url: str, judge_model: str) -> Judge:
+    endpoint = Endpoint(judge_base_url, judge_model)
+    return Judge(RUBRIC, endpoint, workers=2, batch_budget_s=60.0, max_chars=300)
+
+
+correct_by_judge = judge_reward(
+    build_judge, name="correct_by_judge", settings=("judge_base_url", "judge_model")
+)
+"""
+JUDGE_ARGUMENTS = """\
+    judge_base_url: str = "BASE_URL"
+    judge_model: str = "MODEL"
+"""
+JUDGE_SETTINGS = """\
+    reward_settings=lambda args: {
+        "judge_base_url": args.judge_base_url,
+        "judge_model": args.judge_model,
+    },
 """
 
 
 def judged_project(root: Path, package: str, base_url: str, model: str) -> Path:
     """A custom project (its own package, `package`: new to the session) whose task has a
-    judge reward, `correct_by_judge`, beside the starter's, asking the server at `base_url`."""
+    judge reward, `correct_by_judge`, beside the starter's; the judge's URL and model are task
+    arguments (recipe fields, defaulting to `base_url` and `model`) the reward takes as
+    settings."""
     from conftest import make_project
 
     make_project(root, "custom", package=package)
     rewards_py = root / "src" / package / "rewards.py"
-    added = JUDGED_REWARDS.replace("BASE_URL", base_url).replace("MODEL", model)
-    rewards_py.write_text(rewards_py.read_text() + added)
+    rewards_py.write_text(rewards_py.read_text() + JUDGED_REWARDS)
     task_py = root / "src" / package / "task.py"
     text = task_py.read_text()
-    anchor = "        Reward(rewards.strict_format, 0.5, formats.STRICT_WHY),\n"
-    assert anchor in text
-    judged = '        Reward(rewards.correct_by_judge, 1.0, "the judge\'s grade", "correctness"),\n'
-    task_py.write_text(text.replace(anchor, judged + anchor))
+    edits = {
+        "        Reward(rewards.strict_format, 0.5, formats.STRICT_WHY),\n": (
+            '        Reward(rewards.correct_by_judge, 1.0, "the judge\'s grade", "correctness"),\n'
+        ),
+        '(they become keys of configs/grpo.yaml)."""\n': "",
+        "    arguments=TaskArguments,\n": "",
+    }
+    additions = {
+        '(they become keys of configs/grpo.yaml)."""\n': JUDGE_ARGUMENTS.replace(
+            "BASE_URL", base_url
+        ).replace("MODEL", model),
+        "    arguments=TaskArguments,\n": JUDGE_SETTINGS,
+    }
+    for anchor, before in edits.items():
+        assert text.count(anchor) == 1, anchor
+        text = text.replace(anchor, before + anchor + additions.get(anchor, ""))
+    task_py.write_text(text)
     return root
 
 
@@ -527,3 +554,39 @@ def test_a_project_s_checks_and_reward_debug_leave_its_judge_to_the_agreement(
     judged = next(cells[name] for name in cells if name.startswith("correct_by"))
     assert judged[-1] == "judge", judged
     assert cells["exact_answer"][-1] == "yes"
+
+
+def test_a_judge_built_from_recipe_settings_on_first_use(caplog):
+    """The judge's URL and model as recipe settings: bound like any reward's, the judge built
+    once on the first call (importing the rewards asks nothing), a bad setting one clear error."""
+    from grpo_kit.rewards import bind
+
+    made = []
+
+    def build(judge_base_url: str, judge_model: str) -> Judge:
+        made.append((judge_base_url, judge_model))
+        return Judge(RUBRIC, Endpoint(judge_base_url, judge_model), retries=0)
+
+    reward = judge_reward(build, name="graded", settings=("judge_base_url", "judge_model"))
+    assert (
+        made == []
+        and judge_module.is_judge(reward)
+        and reward.settings
+        == (
+            "judge_base_url",
+            "judge_model",
+        )
+    )
+    with pytest.raises(TypeError, match="needs the settings"):
+        reward(prompts=["Q"], completions=["A"])
+    with pytest.raises(KeyError, match="judge_model"):
+        bind(reward, {"judge_base_url": "http://127.0.0.1:9/v1"})
+    url = f"http://127.0.0.1:{unused_port()}/v1"
+    bound = bind(reward, {"judge_base_url": url, "judge_model": "m", "other": 1})
+    assert judge_module.is_judge(bound)
+    assert bound(prompts=["Q"], completions=["A"]) == [None]  # the server is down
+    assert bound(prompts=["Q"], completions=["B"]) == [None]
+    assert made == [(url, "m")]  # built once
+    broken = bind(reward, {"judge_base_url": "localhost:8000", "judge_model": "m"})
+    with pytest.raises(UserError, match="must be an http"):
+        broken(prompts=["Q"], completions=["A"])

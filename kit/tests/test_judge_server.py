@@ -184,15 +184,20 @@ def test_hostile_completions_reach_the_real_judge_only_quoted_and_earn_no_more_t
 def test_a_project_with_a_judge_reward_trains_and_logs_the_judge(
     server, tiny_model_dir, tmp_path_factory
 ):
-    """The custom starter with a judge reward beside its own: two smoke steps of the tiny
-    policy, its completions graded by the real server, the judge's metrics in TRL's logs."""
+    """The custom starter with a judge reward beside its own, the judge's URL and model task
+    arguments set on the command line: two smoke steps of the tiny policy, its completions
+    graded by the real server, the judge's metrics in TRL's logs."""
     from conftest import smoke_train
     from test_judge import judged_project
 
+    # the project's default judge is down; the command line points it at the real server
     root = judged_project(
-        tmp_path_factory.mktemp("judged"), "judged_custom", server.base_url, server.model
+        tmp_path_factory.mktemp("judged"), "judged_custom", "http://127.0.0.1:9/v1", "nobody"
     )
-    trainer = smoke_train(tiny_model_dir, root / "outputs" / "run", "--max_steps", "2", root=root)
+    trainer = smoke_train(
+        tiny_model_dir, root / "outputs" / "run", "--max_steps", "2",
+        "--judge_base_url", server.base_url, "--judge_model", server.model, root=root,
+    )  # fmt: skip
     logged = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert len(logged) == 2
     for entry in logged:

@@ -742,22 +742,55 @@ def is_judge(func: Any) -> bool:
     """Whether a reward function is a judge's (`judge_reward`): its grade is a model's opinion,
     so the checks that a perfect answer reaches the top, and the property and speed checks of
     `grpo_kit.testing.ProjectChecks` (thousands of calls), leave it out."""
-    return isinstance(getattr(func, "judge", None), Judge)
+    return getattr(func, "judge", None) is not None
 
 
-def judge_reward(judge: Judge, name: str = "judge") -> RewardFunc:
+def judge_reward(
+    judge: Judge | Callable[..., Judge], name: str = "judge", settings: tuple[str, ...] = ()
+) -> RewardFunc:
     """A TRL reward function (logged as `rewards/<name>/mean`) scoring each completion with
     `judge`, in [0, 1], or None where no judgement came back. On every call it logs the batch's
     `JudgeMetrics` through TRL's `log_metric` as `rewards/<name>/judge_<figure>`. It never
-    raises: anything unexpected makes the batch's rows None, with a warning."""
+    raises because of a completion or the server: anything unexpected makes the batch's rows
+    None, with a warning.
 
-    def reward_func(
-        prompts: list | None = None, completions: list | None = None, **kwargs: Any
+    `judge` is a `Judge`, or a function that builds one, called on first use (so importing a
+    project's rewards needs neither the server nor its key) with the recipe settings named in
+    `settings` as keyword arguments: they are bound like any reward's settings
+    (`rewards.resolve`, from the task's `reward_settings`), so the judge's URL and model can be
+    task arguments, set in configs/local.yaml or on the command line. A configuration error
+    while building it (a missing key) raises: training should not go on without its judge."""
+    built: dict[tuple, Judge] = {}
+    lock = threading.Lock()
+
+    def judge_for(values: dict) -> Judge:
+        if isinstance(judge, Judge):
+            return judge
+        key = tuple(sorted((k, repr(v)) for k, v in values.items()))
+        with lock:
+            if key not in built:
+                made = judge(**values)
+                if not isinstance(made, Judge):
+                    raise TypeError(f"judge reward {name}: its factory returned {made!r}")
+                built[key] = made
+            return built[key]
+
+    def reward_func(  # completions first: `rewards.bind` passes them by position
+        completions: list | None = None,
+        _settings: dict | None = None,
+        prompts: list | None = None,
+        **kwargs: Any,
     ) -> list[float | None]:
+        if settings and _settings is None:
+            raise TypeError(
+                f"reward '{name}' needs the settings {list(settings)}: get it from "
+                "rewards.resolve(names, table, recipe.reward_settings())"
+            )
+        grader = judge_for(_settings or {})
         completions = list(completions or [])
         prompts = list(prompts) if prompts is not None else [""] * len(completions)
         try:
-            scores, metrics = judge.score(prompts, completions)
+            scores, metrics = grader.score(prompts, completions)
         except Exception as err:  # the reward must never crash training
             logger.warning("judge reward %s failed on its batch (%r): every row is None", name, err)
             return [None] * len(completions)
@@ -770,7 +803,7 @@ def judge_reward(judge: Judge, name: str = "judge") -> RewardFunc:
     reward_func.__name__ = reward_func.__qualname__ = name
     reward_func.reward_range = RewardRange(0.0, 1.0)  # type: ignore[attr-defined]
     reward_func.required_columns = ()  # type: ignore[attr-defined]
-    reward_func.settings = ()  # type: ignore[attr-defined]
+    reward_func.settings = tuple(settings)  # type: ignore[attr-defined]
     reward_func.time_budget = None  # type: ignore[attr-defined]
     reward_func.judge = judge  # type: ignore[attr-defined]
     return reward_func
