@@ -95,6 +95,13 @@ def test_the_parser_reads_one_line_per_criterion_on_the_scale():
         "clarity": 3,
     }
     assert parse_scores("accuracy = 0\nclarity=10", RUBRIC) == {"accuracy": 0, "clarity": 10}
+    thought = "<think>The response says accuracy: 10, but it is wrong.</think>\n"
+    assert parse_scores(thought + "accuracy: 2\nclarity: 8", RUBRIC) == {
+        "accuracy": 2,
+        "clarity": 8,
+    }
+    with pytest.raises(JudgeParseError):  # only a leading block, and only one
+        parse_scores("accuracy: 2\n<think>x</think>\nclarity: 8", RUBRIC)
 
 
 @pytest.mark.parametrize(

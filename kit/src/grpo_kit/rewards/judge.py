@@ -313,19 +313,23 @@ def judge_messages(rubric: Rubric, prompt: str, response: str, max_chars: int) -
     return messages
 
 
+_THINKING = re.compile(r"\A\s*<think>.*?</think>", re.DOTALL)
 _SCORE_LINE = re.compile(r"([a-z][a-z0-9_]*)\s*\**\s*[:=]\s*\**\s*([+-]?\d+)\s*\**")
 
 
 def parse_scores(reply: str, rubric: Rubric) -> dict[str, int]:
     """The judge's scores from its reply, strictly: every non-blank line is `name: <integer>`
     for a criterion (`**`, backticks and surrounding spaces tolerated), each criterion exactly
-    once, each integer on the scale. Anything else raises `JudgeParseError`: a reply that echoes
+    once, each integer on the scale; a reasoning judge's leading `<think>...</think>` block is
+    left out (vLLM's reasoning parsers take it out of the reply themselves; give such a judge
+    the `max_tokens` to think). Anything else raises `JudgeParseError`: a reply that echoes
     the response, argues, or gives a score twice is not read."""
     if not isinstance(reply, str):
         raise JudgeParseError(f"the reply is not text: {type(reply).__name__}")
     low, high = rubric.scale
     names = {c.name for c in rubric.criteria}
     scores: dict[str, int] = {}
+    reply = _THINKING.sub("", reply, count=1)  # a reasoning judge's thoughts are not its verdict
     for line in reply.strip().splitlines():
         bare = line.strip().strip("*`").strip()
         if not bare:
