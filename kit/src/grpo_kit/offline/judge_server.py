@@ -120,7 +120,7 @@ class LocalJudgeServer:
             try:
                 self.chat("Say OK.", max_tokens=2, timeout=deadline - time.monotonic())
                 return
-            except (OSError, urllib.error.URLError, ValueError):
+            except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError, TypeError):
                 time.sleep(0.5)
         raise JudgeServerUnavailable(
             f"`transformers serve` did not answer within {self.start_timeout_s:g} s: "
