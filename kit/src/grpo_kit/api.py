@@ -20,6 +20,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "grpo_kit.task",
     "grpo_kit.rewards",
     "grpo_kit.rewards.formats",
+    "grpo_kit.rewards.judge",
     "grpo_kit.verify.math",
     "grpo_kit.verify.code",
     "grpo_kit.verify.json",

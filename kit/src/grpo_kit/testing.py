@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .project import Project
 from .project import load as load_project
+from .rewards.judge import is_judge
 
 __all__ = [
     "EXAMPLES",
@@ -127,13 +128,17 @@ class ProjectChecks:
 
     def ideal_completions_reach_the_top(self, limit: int = 64) -> None:
         """Every recipe reward gives every row's ideal completion the top of its range
-        (a reward a perfect answer cannot max is a bug)."""
+        (a reward a perfect answer cannot max is a bug). A judge reward is left out: its grade
+        is a model's opinion, checked by its agreement with your reference scores
+        (`make reward-debug`), and its guarantees by grpo-kit's own tests."""
         from .rewards import call_like_trl
 
         rows = self.rows[:limit]
         task, args = self.project.task, self.recipe.task
         ideal = _in(self.root, lambda: [task.ideal_completion(row, args) for row in rows])
         for name, func in self.recipe_rewards().items():
+            if is_judge(func):
+                continue
             top = func.reward_range.high
             values = _in(self.root, lambda f=func: call_like_trl(f, ideal, rows))
             below = [(i, v) for i, v in enumerate(values) if v is not None and v != top]
@@ -170,7 +175,8 @@ class ProjectChecks:
             return check
 
         for name, func in self.rewards().items():
-            _in(self.root, property_of(name, func))
+            if not is_judge(func):  # a judge asks a server: grpo-kit tests its guarantees
+                _in(self.root, property_of(name, func))
 
     def runs_programs(self) -> set[str]:
         """The rewards whose work is running programs: they take the sandbox's limits (a
@@ -196,6 +202,8 @@ class ProjectChecks:
         row = self.rows[0]
         small, large = hostile(size // 4), hostile(size)
         for name, func in self.rewards().items():
+            if is_judge(func):  # a server's time, not a parser's (its batch budget bounds it)
+                continue
             low, high = func.reward_range.low, func.reward_range.high
             for shape, completion in large.items():
                 start = time.thread_time()

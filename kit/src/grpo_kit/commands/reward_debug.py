@@ -12,7 +12,10 @@ Without `--completions`, each data row's ideal completion (the task's gold answe
 expected format) is scored, and the command fails unless every reward gives every ideal
 completion the top of its range: a reward that cannot be maxed by a perfect answer is a bug.
 With `--completions FILE.jsonl` (lines `{"completion": "...", "row": 3}`; `row` indexes the data
-and defaults to the line number) it scores your completions, e.g. ones sampled from the model.
+and defaults to the line number) it scores your completions, e.g. ones sampled from the model;
+a line may carry reference scores you wrote from the rubric, `"reference": {"<reward>": 0.8}`
+(on the reward's range), and each reward with references gets an agreement table (how often it
+orders two completions as the references do, its distance from them: `rewards.judge.agreement`).
 An agent task's completion is a whole rollout (a list of assistant and tool messages, as
 `make evaluate` writes them); its ideal rollouts' tool calls are really executed, and one
 transcript per environment is printed.
@@ -31,6 +34,7 @@ from .. import data, rewards
 from ..errors import UserError
 from ..project import load as load_project
 from ..recipe import DEFAULT_RECIPE, SMOKE_OVERRIDES, parse_recipe
+from ..rewards.judge import is_judge
 from ..runner import run
 from ..text import for_terminal
 
@@ -41,6 +45,7 @@ class Scores:
     low: float
     high: float
     values: list[float | None]
+    judged: bool = False  # a judge model's grades: an opinion, not held to the top
 
     @property
     def applicable(self) -> list[float]:
@@ -69,6 +74,11 @@ def parse_args(argv: Sequence[str] | None):
 
 def load_completions(path: Path, rows: int) -> list[tuple[int, object]]:
     """(row index, completion) pairs from a JSONL file."""
+    return [(row, completion) for row, completion, _ in load_labelled(path, rows)]
+
+
+def load_labelled(path: Path, rows: int) -> list[tuple[int, object, dict[str, float]]]:
+    """(row index, completion, reference scores by reward name) from a JSONL file."""
     if not path.is_file():
         raise UserError(f"{path}: file not found")
     pairs = []
@@ -89,7 +99,16 @@ def load_completions(path: Path, rows: int) -> list[tuple[int, object]]:
             raise UserError(
                 f"{path} line {number + 1}: row {row} is outside the data (0-{rows - 1})"
             )
-        pairs.append((row, item["completion"]))
+        reference = item.get("reference", {})
+        if not isinstance(reference, dict) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            for v in reference.values()
+        ):
+            raise UserError(
+                f"{path} line {number + 1}: 'reference' must map reward names to numbers, e.g. "
+                '{"helpfulness": 0.8}'
+            )
+        pairs.append((row, item["completion"], {str(k): float(v) for k, v in reference.items()}))
     if not pairs:
         raise UserError(f"{path}: no completions")
     return pairs
@@ -106,7 +125,7 @@ def score(recipe, rows, pairs: list[tuple[int, object]]) -> list[Scores]:
         values = rewards.call_like_trl(func, texts, chosen)
         bounds = getattr(func, "reward_range", None)
         low, high = (bounds.low, bounds.high) if bounds else (float("-inf"), float("inf"))
-        results.append(Scores(name, low, high, list(values)))
+        results.append(Scores(name, low, high, list(values), judged=is_judge(func)))
     if recipe.script.reward_model:  # scored beside the functions, as GRPOTrainer does
         from ..generation import check_model
         from .reward_model import score_pairs
@@ -190,7 +209,7 @@ def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
         values = result.applicable
         bounded = math.isfinite(result.high)  # a reward model's score has no top
         at_top = bounded and bool(values) and all(v == result.high for v in values)
-        if ideal and bounded and not at_top:
+        if ideal and bounded and not at_top and not result.judged:
             ok = False
         summary.add_row(
             escape(result.name),
@@ -199,10 +218,64 @@ def report(results: list[Scores], pairs, limit: int, ideal: bool) -> bool:
             f"{sum(values) / len(values):.3f}" if values else "-",
             f"{max(values):.3f}" if values else "-",
             str(len(result.values) - len(values)),
-            ("yes" if at_top else "NO") if ideal and bounded else "-",
+            "judge" if result.judged else ("yes" if at_top else "NO") if ideal and bounded else "-",
         )
     console.print(summary)
     return ok
+
+
+def report_agreement(results: list[Scores], references: list[dict[str, float]]) -> None:
+    """For each reward with reference scores, its agreement with them (`judge.agreement`)."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ..rewards.judge import agreement
+
+    known = {result.name for result in results}
+    unknown = sorted({name for reference in references for name in reference} - known)
+    if unknown:
+        raise UserError(
+            f"reference scores for {unknown}, which the recipe does not score with; its rewards: "
+            f"{sorted(known)}"
+        )
+    table = Table(title="agreement with the reference scores")
+    table.add_column("reward", overflow="fold")
+    for column in ("rows", "unscored", "pairs", "same order", "mean |diff|", "within"):
+        table.add_column(column)
+    for result in results:
+        indexed = [(i, ref[result.name]) for i, ref in enumerate(references) if result.name in ref]
+        if not indexed:
+            continue
+        outside = [v for _, v in indexed if not result.low <= v <= result.high]
+        if outside:
+            raise UserError(
+                f"reference scores {outside[:3]} for {result.name} are outside its range "
+                f"{result.low:g} .. {result.high:g}"
+            )
+        found = agreement(
+            [result.values[i] for i, _ in indexed],
+            [v for _, v in indexed],
+            low=result.low,
+            high=result.high,
+        )
+        percent = lambda x: "-" if x is None else f"{100 * x:.0f}%"  # noqa: E731
+        table.add_row(
+            escape(result.name),
+            str(found.rows),
+            str(found.unscored),
+            str(found.pairs),
+            percent(found.pairs_ordered),
+            percent(found.mean_abs_error),
+            f"{percent(found.within)} (±{100 * found.tolerance:.0f}%)",
+        )
+    Console().print(table)
+    print(
+        "reward-debug: 'same order' is the share of pairs the references rank differently that "
+        "the reward ranks the same way (ties half; 50% is a coin): GRPO learns from the order "
+        "within a group. 'mean |diff|' and 'within' are distances, as shares of the range.",
+        flush=True,
+    )
 
 
 def rows_note(recipe, scored: int, available: int, max_rows: int) -> str:
@@ -242,12 +315,18 @@ def debug(argv: Sequence[str] | None = None) -> bool:
     rows = rows.select(range(min(args.max_rows, len(rows))))
     print(rows_note(recipe, len(rows), available, args.max_rows), flush=True)
     rows = data.to_conversations(rows, recipe.script, recipe.task, task)
+    references: list[dict[str, float]] = []
     if args.completions:
-        pairs = load_completions(args.completions, len(rows))
+        labelled = load_labelled(args.completions, len(rows))
+        pairs = [(row, completion) for row, completion, _ in labelled]
+        references = [reference for _, _, reference in labelled]
     else:
         pairs = [(i, task.ideal_completion(rows[i], recipe.task)) for i in range(len(rows))]
     print_transcripts(rows, pairs)
-    ok = report(score(recipe, rows, pairs), pairs, args.limit, ideal=args.completions is None)
+    results = score(recipe, rows, pairs)
+    ok = report(results, pairs, args.limit, ideal=args.completions is None)
+    if any(references):
+        report_agreement(results, references)
     if not ok:
         raise UserError("an ideal completion did not reach the top of a reward's range (see NO)")
     golds = data.gold_problem(rows, recipe, recipe.script.dataset_name)
