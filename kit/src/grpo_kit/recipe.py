@@ -298,6 +298,8 @@ def names_default_data(project: Project, values: Mapping[str, object]) -> bool:
     your columns, labels and schema."""
     data = project.task.data
     name = str(values.get("dataset_name") or data.dataset_name)
+    if name == data.dataset_name and project.task.generate is not None:
+        return False  # a procedural task's problems are generated offline: no sample needed
     sample = project.root / data.sample
     if (project.root / name).resolve() == sample.resolve():
         return True

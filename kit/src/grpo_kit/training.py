@@ -314,8 +314,9 @@ def configure_trackers(training_args) -> None:
 
 
 def callbacks_for(trainer, recipe, funcs: list) -> list:
-    """The health monitor, and the adaptive reward weights when the recipe asks for them
-    (`funcs`: the resolved reward functions, in the recipe's order)."""
+    """The health monitor, the adaptive reward weights when the recipe asks for them (`funcs`:
+    the resolved reward functions, in the recipe's order), and the task's own callbacks
+    (`Task.callbacks`)."""
     from .callbacks.adaptive_weights import AdaptiveRewardWeights, Policy
     from .callbacks.health import HealthMonitor, limits_from
 
@@ -342,7 +343,7 @@ def callbacks_for(trainer, recipe, funcs: list) -> list:
             max_scale=script_args.adaptive_max_scale,
         )
         found.append(AdaptiveRewardWeights(trainer, names, ranges, policy, output_dir))
-    return found
+    return [*found, *recipe.project.task.callbacks(trainer, recipe)]  # e.g. a curriculum
 
 
 def end(trainer) -> None:

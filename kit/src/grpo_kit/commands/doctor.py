@@ -763,9 +763,10 @@ def check_hub(recipe, offline: bool) -> list[Check]:
         return findings
     api = HfApi()
     targets = [] if local_model else [("model", name)]
-    from ..data import is_local
+    from ..data import generated, is_local
 
-    if not is_local(recipe.script.dataset_name):
+    remote = not generated(recipe.script, recipe.project.task)  # generated: no Hub
+    if remote and not is_local(recipe.script.dataset_name):
         targets.append(("dataset", recipe.script.dataset_name))
     for kind, repo in targets:
         try:
@@ -817,7 +818,8 @@ def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list
     from ..tokenizer import load_tokenizer
 
     task = recipe.project.task
-    if not data.is_local(recipe.script.dataset_name) and (offline or hub_failed):
+    remote = not data.is_local(recipe.script.dataset_name)
+    if remote and not data.generated(recipe.script, task) and (offline or hub_failed):
         why = "offline" if offline else "the Hub is unreachable"
         return [Check(WARN, "data", f"{why}: {recipe.script.dataset_name} not loaded", "")]
     try:
