@@ -40,7 +40,7 @@ if TEMPLATE_IN_GIT:
     BASE_FILES.add(".cruft.json")
 TASK_FILES = {
     task: {f"data/sample_{task}.jsonl"}
-    for task in ("math", "code", "json", "classification", "custom", "tools")
+    for task in ("math", "code", "json", "classification", "custom", "tools", "procedural")
 }
 TASK_FILES["tools"] |= {"data/sample_corpus.jsonl"}
 # `${{ ... }}` is GitHub Actions syntax (the workflow escapes it with {% raw %}), not a leftover.

@@ -91,6 +91,7 @@ TASK_KEYS = {
     "json": "schema_column: schema\n",
     "classification": "labels: [World, Sports, Business, Sci/Tech]\n",
     "custom": "",
+    "procedural": "",
     "tools": TOOLS_RECIPE + "sandbox_workers: 2\ncorpus: data/sample_corpus.jsonl\n"
     "search_results: 3\ntool_output_chars: 600\nenvironment_column: environment\n"
     "default_environment: python\ntool_call_cost: 0.1\nfree_tool_calls: 2\n",
