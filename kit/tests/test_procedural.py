@@ -5,6 +5,7 @@ the curriculum."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -206,11 +207,15 @@ def test_the_curriculum_callback_raises_the_level_and_replaces_the_rows(tmp_path
         spec, "procedural_correctness", Dataset.from_list, dataset, str(tmp_path)
     )
     key = "rewards/procedural_correctness/mean"
-    state = type("State", (), {"global_step": 3})()
+    from transformers import TrainerState
+
+    state = TrainerState(global_step=3)
     for value in (0.2, 0.9):  # mean 0.55 over the window of 2: past 0.5
         logs = {key: value}
+        state.log_history.append(dict(logs))  # as Trainer.log does before the callbacks
         callback.on_log(None, state, None, logs=logs)
     assert callback.level == 1 and logs["curriculum/level"] == 1
+    assert [h["curriculum/level"] for h in state.log_history] == [0, 1]
     assert len(dataset) == len(before)
     assert dataset["question"] != before["question"]
     assert dataset["question"][:5] == [r["question"] for r in spec.rows("train", 1)[:5]]
@@ -219,6 +224,13 @@ def test_the_curriculum_callback_raises_the_level_and_replaces_the_rows(tmp_path
     for value in (1.0, 1.0):  # max_level 1: no further
         callback.on_log(None, state, None, logs={key: value})
     assert callback.level == 1
+    # A resumed run (the checkpoint's state) goes on at its level, with that level's rows.
+    fresh = Dataset.from_list(spec.rows("train"))
+    resumed = procedural.curriculum_callback(
+        spec, "procedural_correctness", Dataset.from_list, fresh, str(tmp_path)
+    )
+    resumed.on_train_begin(None, state, None)
+    assert resumed.level == 1 and fresh["question"] == dataset["question"]
 
 
 def test_the_task_declares_its_curriculum_callback(generated_project, tmp_path):
@@ -232,3 +244,33 @@ def test_the_task_declares_its_curriculum_callback(generated_project, tmp_path):
     assert [type(c).__name__ for c in found] == ["CurriculumCallback"]
     mine = _recipe(generated_project, "--dataset_name", "data/sample_procedural.jsonl")
     assert TASK.callbacks(trainer, mine) == []
+
+
+@pytest.mark.slow
+def test_a_training_run_moves_to_the_next_level(tmp_path, tiny_model_dir, monkeypatch):
+    """Through `grpo train` on the tiny model (smoke layer, generated problems): a curriculum
+    whose threshold the first log crosses raises the level, and the prompts the trainer
+    generates for at its last step are the next level's problems."""
+    from conftest import smoke_train
+
+    root = make_project(tmp_path / "project", "procedural", package="procedural_curriculum")
+    task_file = root / "src" / "procedural_curriculum" / "task.py"
+    text = task_file.read_text(encoding="utf-8")
+    declared = "curriculum=Curriculum(threshold=0.8, window=5, max_level=3)"
+    assert declared in text
+    task_file.write_text(
+        text.replace(declared, "curriculum=Curriculum(threshold=0.0, window=1, max_level=1)"),
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the project's src/ goes away after
+    trainer = smoke_train(
+        tiny_model_dir, tmp_path / "run", "--max_steps", "3", "--eval_strategy", "no", root=root
+    )
+    events = [json.loads(line) for line in (tmp_path / "run" / procedural.CURRICULUM_LOG).open()]
+    assert [e["level"] for e in events] == [1] and events[0]["step"] == 1
+    assert [h.get("curriculum/level") for h in trainer.state.log_history if "loss" in h] == [
+        1, 1, 1,
+    ]  # fmt: skip
+    level_one = {row["question"] for row in PROBLEMS.rows("train", 1)}
+    last = [messages[-1]["content"] for messages in trainer._logs["prompt"]]
+    assert last and all(question in level_one for question in last), last

@@ -52,6 +52,7 @@ EXTRA = "procedural"  # grpo-kit's extra that installs reasoning-gym
 INSTALL = f'pip install "grpo-kit[{EXTRA}]"'
 TRAIN, TEST = "train", "test"  # the split names a procedural task generates
 CURRICULUM_LOG = "curriculum.jsonl"  # in output_dir: one line per level change
+CURRICULUM_STATE = "ProceduralCurriculum"  # its key in the trainer state's stateful_callbacks
 DRAWS_PER_PROBLEM = 20  # draws tried per distinct problem wanted before the configs are refused
 
 
@@ -303,8 +304,9 @@ def curriculum_callback(spec: Procedural, metric: str, prepare, dataset, output_
     reward's logged `rewards/<metric>/mean`) over the last `window` logs; at the threshold, the
     training problems one level up: generated again, `prepare(rows)` made into the trainer's rows
     (chat prompts) and put in place of `dataset`'s (the trainer's dataloader holds that object).
-    Each change is logged, appended to `output_dir/curriculum.jsonl`, and the level is logged
-    with the metrics (`curriculum/level`)."""
+    Each change is logged and appended to `output_dir/curriculum.jsonl`; every log entry of the
+    trainer's state carries the level (`curriculum/level`), and a checkpoint saves it, so a
+    resumed run continues at its level."""
     from pathlib import Path
 
     base = _trainer_callback_base()
@@ -316,6 +318,16 @@ def curriculum_callback(spec: Procedural, metric: str, prepare, dataset, output_
             self.level = 0
             self.recent: list[float] = []
 
+        def on_train_begin(self, args, state, control, **kwargs):
+            """On a resume, back to the level the checkpoint's state saved."""
+            saved = (getattr(state, "stateful_callbacks", None) or {}).get(CURRICULUM_STATE)
+            level = int((saved or {}).get("level", 0))
+            if level > 0:
+                self.level = level
+                self.use_level(state.global_step)
+                logger.info("curriculum: level %d restored from the checkpoint", level)
+            self.remember(state)
+
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs is None:
                 return
@@ -325,12 +337,24 @@ def curriculum_callback(spec: Procedural, metric: str, prepare, dataset, output_
                 mean = sum(self.recent) / len(self.recent)
                 if full and mean >= curriculum.threshold and self.level < curriculum.max_level:
                     self.raise_level(state.global_step, mean)
-            logs["curriculum/level"] = self.level
+            logs["curriculum/level"] = self.level  # for the callbacks after this one
+            if state.log_history:  # the entry of this log (trainer_state.json, make report)
+                state.log_history[-1]["curriculum/level"] = self.level
+            self.remember(state)
+
+        def remember(self, state) -> None:
+            """The level, in the state a checkpoint saves (trainer_state.json)."""
+            if getattr(state, "stateful_callbacks", None) is None:
+                state.stateful_callbacks = {}
+            state.stateful_callbacks[CURRICULUM_STATE] = {"level": self.level}
+
+        def use_level(self, step: int) -> None:
+            rows = prepare(spec.rows(TRAIN, self.level)[: len(dataset)])  # as many as trained
+            replace_rows(dataset, rows)
 
         def raise_level(self, step: int, mean: float) -> None:
             self.level += 1
-            rows = prepare(spec.rows(TRAIN, self.level))
-            replace_rows(dataset, rows)
+            self.use_level(step)
             self.recent = []
             event = {"step": step, "level": self.level, metric: round(mean, 4)}
             logger.info(
