@@ -274,3 +274,22 @@ def test_a_training_run_moves_to_the_next_level(tmp_path, tiny_model_dir, monkey
     level_one = {row["question"] for row in PROBLEMS.rows("train", 1)}
     last = [messages[-1]["content"] for messages in trainer._logs["prompt"]]
     assert last and all(question in level_one for question in last), last
+
+
+def test_doctor_checks_the_generated_held_out_split(generated_project, monkeypatch):
+    """make doctor names the generated splits; held-out problems that are training problems
+    fail it."""
+    from grpo_kit import data
+    from grpo_kit.commands import doctor
+
+    recipe = _recipe(generated_project)
+    task = recipe.project.task
+    with chdir(generated_project):
+        rows = data.load_training_rows(recipe.script, recipe.task, task)
+        found = doctor.check_generated(recipe, rows)
+        assert (found.level, found.check) == (doctor.OK, "held-out data"), found
+        assert f"{PROBLEMS.held_out} held out" in found.message
+        first = PROBLEMS.rows("train")[:30]
+        monkeypatch.setattr(Procedural, "rows", lambda self, split, level=0: first)
+        found = doctor.check_generated(recipe, rows)
+    assert found.level == doctor.FAIL and "30 of the 30" in found.message, found
