@@ -293,3 +293,17 @@ def test_doctor_checks_the_generated_held_out_split(generated_project, monkeypat
         monkeypatch.setattr(Procedural, "rows", lambda self, split, level=0: first)
         found = doctor.check_generated(recipe, rows)
     assert found.level == doctor.FAIL and "30 of the 30" in found.message, found
+
+
+def test_evaluate_scores_the_held_out_problems(generated_project, tiny_model_dir, tmp_path):
+    """make evaluate's rows are the held-out problems (the test split), and it knows they are
+    held out from the training data."""
+    from grpo_kit.commands import evaluate
+
+    recipe = _recipe(generated_project)
+    with chdir(generated_project):
+        rows = evaluate.evaluation_rows(recipe, None, 20, str(tiny_model_dir))
+        assert evaluate.held_out(recipe, None, tmp_path)
+    held = [row["question"] for row in PROBLEMS.rows("test")[:20]]
+    assert [row["question"] for row in rows] == held
+    assert [row["prompt"][-1]["content"] for row in rows] == [q.strip() for q in held]
