@@ -94,7 +94,8 @@ def test_seed_plus_one_repeats_the_problems_shifted():
     assert 100 * PROBLEMS.size < procedural.HELD_OUT_SEED_OFFSET
 
 
-def test_generation_is_deterministic(train_rows):
+def test_generation_is_deterministic(train_rows, monkeypatch):
+    monkeypatch.setattr(procedural, "_GENERATED", {})  # generated again, not the cached rows
     assert SMALL.rows("train") == train_rows
 
 
@@ -136,6 +137,7 @@ def test_missing_reasoning_gym_names_the_extra(monkeypatch):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", without)
+    monkeypatch.setattr(procedural, "_GENERATED", {})
     with pytest.raises(UserError, match=r'pip install "grpo-kit\[procedural\]"'):
         SMALL.rows("train")
 

@@ -53,6 +53,7 @@ INSTALL = f'pip install "grpo-kit[{EXTRA}]"'
 TRAIN, TEST = "train", "test"  # the split names a procedural task generates
 CURRICULUM_LOG = "curriculum.jsonl"  # in output_dir: one line per level change
 CURRICULUM_STATE = "ProceduralCurriculum"  # its key in the trainer state's stateful_callbacks
+_GENERATED: dict[tuple, tuple[dict, ...]] = {}  # (spec, split, level) -> rows, per process
 DRAWS_PER_PROBLEM = 20  # draws tried per distinct problem wanted before the configs are refused
 
 
@@ -131,14 +132,20 @@ class Procedural:
         (the generator's reference answer), `generator` and the entry (`ENTRY_COLUMN`). Each
         question appears once. `level` raises the training problems' difficulty (the
         curriculum; the held-out problems keep the declared one)."""
-        if split == TRAIN:
-            return [_row(e) for e in self.distinct(self.seed, self.size, level=level)]
-        if split != TEST:
+        if split not in (TRAIN, TEST):
             raise DataError(
                 f"a procedural task generates the splits '{TRAIN}' and '{TEST}' (held out), "
                 f"not '{split}': set dataset_train_split / dataset_test_split to them"
             )
-        seen = {e["question"] for e in self.distinct(self.seed, self.size)}
+        key = (repr(self), split, level)  # a command loads a split several times: once here
+        if key not in _GENERATED:
+            _GENERATED[key] = tuple(self._generate(split, level))
+        return [dict(row) for row in _GENERATED[key]]
+
+    def _generate(self, split: str, level: int) -> list[dict]:
+        if split == TRAIN:
+            return [_row(e) for e in self.distinct(self.seed, self.size, level=level)]
+        seen = {row["question"] for row in self.rows(TRAIN)}
         held = self.distinct(self.seed + HELD_OUT_SEED_OFFSET, self.held_out, seen)
         return [_row(e) for e in held]
 
