@@ -116,6 +116,10 @@ def test_bad_declarations_are_refused():
         Procedural((Generator("chain_summ"),)).rows("train")
     with pytest.raises(UserError, match="refused"):
         Procedural((Generator("chain_sum", 1.0, {"max_digitz": 1}),)).rows("train")
+    with pytest.raises(UserError, match="window >= 1"):
+        Procedural((Generator("chain_sum"),), curriculum=Curriculum(window=0))
+    with pytest.raises(UserError, match="threshold in 0..1"):
+        Procedural((Generator("chain_sum"),), curriculum=Curriculum(threshold=80))
     with pytest.raises(DataError, match="'train' and 'test'"):
         SMALL.rows("validation")
 

@@ -123,6 +123,12 @@ class Procedural:
                     f"{generator.name}'s config sets {', '.join(sorted(fixed))}: the task's "
                     "Procedural(seed=, size=, held_out=) set them"
                 )
+        found = self.curriculum
+        if found and (found.window < 1 or found.max_level < 0 or not 0 <= found.threshold <= 1):
+            problems.append(
+                f"its Curriculum needs window >= 1, max_level >= 0 and a threshold in 0..1 (the "
+                f"correctness reward's range), not {found}"
+            )
         if problems:
             raise UserError(f"the task's Procedural data: {'; '.join(problems)}")
 
