@@ -213,9 +213,9 @@ PROCEDURAL = TaskSpec(
     prompt_tokens=256,
     dataset_note=(
         "no dataset to download: `PROBLEMS` in `src/<package>/task.py` generates the problems "
-        "offline with reasoning-gym's generators (by default small arithmetic and counting), "
-        "the training ones from its seed and the held-out ones `make evaluate` scores from "
-        "another, none of them a training problem. Each row carries its generator's entry "
+        "offline with reasoning-gym's generators (by default sums and differences of small "
+        "numbers), the training ones from its seed and the held-out ones `make evaluate` scores "
+        "from another, none of them a training problem. Each row carries its generator's entry "
         "(`rg_entry`), which the generator's own scorer reads; its curriculum raises the "
         "difficulty as the training accuracy crosses its threshold (`curriculum.jsonl` in the "
         "run's folder)."

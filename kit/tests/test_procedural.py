@@ -4,6 +4,7 @@ the curriculum."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -79,11 +80,30 @@ def test_train_and_held_out_are_disjoint(train_rows, held_rows):
     assert not train & held
 
 
+def _expressions(rows: list[dict]) -> list[str]:
+    return [json.loads(row[procedural.ENTRY_COLUMN])["metadata"]["expression"] for row in rows]
+
+
 def test_the_default_problems_are_disjoint_too():
-    train = {row["question"] for row in PROBLEMS.rows("train")}
-    held = {row["question"] for row in PROBLEMS.rows("test")}
-    assert len(train) == PROBLEMS.size and len(held) == PROBLEMS.held_out
-    assert not train & held
+    """Not only the questions: no held-out expression is a training expression, whatever its
+    wording or the generator that asked it (`same_problem`)."""
+    train, held = PROBLEMS.rows("train"), PROBLEMS.rows("test")
+    assert len({r["question"] for r in train}) == len(train) == PROBLEMS.size
+    assert len({r["question"] for r in held}) == len(held) == PROBLEMS.held_out
+    assert not {r["question"] for r in train} & {r["question"] for r in held}
+    assert len(set(_expressions(train))) == PROBLEMS.size
+    assert not set(_expressions(train)) & set(_expressions(held))
+
+
+def test_same_problem_catches_what_the_question_text_misses():
+    """By question text alone, one expression asked in two wordings (or by two generators)
+    would be two problems: the same held-out draws then share expressions with training."""
+    plain = Procedural(
+        tuple(dataclasses.replace(g, same_problem=()) for g in PROBLEMS.generators),
+        PROBLEMS.size, PROBLEMS.held_out, PROBLEMS.seed,
+    )  # fmt: skip
+    train, held = plain.rows("train"), plain.rows("test")
+    assert set(_expressions(train)) & set(_expressions(held))
 
 
 def test_seed_plus_one_repeats_the_problems_shifted():

@@ -60,6 +60,12 @@ def test_procedural_correctness(completion, expected):
 
 
 def test_held_out_problems_are_not_training_problems(train_rows):
+    """No held-out problem is a training problem: not the same question, nor the same
+    `same_problem` fields (e.g. one expression in another wording)."""
     held = PROBLEMS.rows("test")
     assert len(held) == PROBLEMS.held_out
-    assert not {r["question"] for r in train_rows} & {r["question"] for r in held}
+
+    def problems(rows: list[dict]) -> set:
+        return {key for r in rows for key in PROBLEMS.problem_keys(json.loads(r["rg_entry"]))}
+
+    assert not problems(train_rows) & problems(held)

@@ -73,12 +73,17 @@ def _reasoning_gym():
 @dataclass(frozen=True)
 class Generator:
     """One reasoning-gym generator of the mix: its registered name (e.g. `basic_arithmetic`),
-    its share of the problems (`weight`, relative to the others') and its config fields (the
-    difficulty: digits, terms, ...; reasoning-gym's `<Name>Config` without `seed` and `size`)."""
+    its share of the problems (`weight`, relative to the others'), its config fields (the
+    difficulty: digits, terms, ...; reasoning-gym's `<Name>Config` without `seed` and `size`)
+    and what makes two of its problems the same (`same_problem`)."""
 
     name: str
     weight: float = 1.0
     config: Mapping = field(default_factory=dict)
+    # Metadata fields of its entries that make two problems the same problem whatever their
+    # wording (e.g. basic_arithmetic's `expression`, asked as "Calculate ..." or "What is ..."):
+    # no held-out problem shares them with a training problem. Empty: the question text only.
+    same_problem: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -151,24 +156,27 @@ class Procedural:
     def _generate(self, split: str, level: int) -> list[dict]:
         if split == TRAIN:
             return [_row(e) for e in self.distinct(self.seed, self.size, level=level)]
-        seen = {row["question"] for row in self.rows(TRAIN)}
+        seen = {
+            k for row in self.rows(TRAIN) for k in self.problem_keys(entry_of(row[ENTRY_COLUMN]))
+        }
         held = self.distinct(self.seed + HELD_OUT_SEED_OFFSET, self.held_out, seen)
         return [_row(e) for e in held]
 
     def distinct(
-        self, seed: int, count: int, exclude: set[str] = frozenset(), level: int = 0
+        self, seed: int, count: int, exclude: set = frozenset(), level: int = 0
     ) -> list[dict]:
-        """`count` entries with distinct questions, none in `exclude`, drawn in order from the
-        composite dataset of the mix at `seed` (problem i from seed + i); one error when the
-        configs allow too few distinct problems."""
+        """`count` entries that are distinct problems (`problem_keys`), none in `exclude`,
+        drawn in order from the composite dataset of the mix at `seed` (problem i from
+        seed + i); one error when the configs allow too few distinct problems."""
         limit = DRAWS_PER_PROBLEM * count
         dataset = self.dataset(seed, limit, level)
         found: list[dict] = []
         seen = set(exclude)
         for index in range(limit):
             entry = dataset[index]
-            if entry["question"] not in seen:
-                seen.add(entry["question"])
+            keys = self.problem_keys(entry)
+            if not keys & seen:
+                seen |= keys
                 found.append(entry)
                 if len(found) == count:
                     return found
@@ -178,6 +186,18 @@ class Procedural:
             "generators' configs allow too few problems; widen them (more digits or terms) or "
             "lower size / held_out"
         )
+
+    def problem_keys(self, entry: dict) -> set:
+        """What makes two entries the same problem: the question text, and the metadata fields
+        its generator names (`Generator.same_problem`, e.g. the expression, whatever the
+        wording or the generator that asked it)."""
+        name = entry["metadata"].get("source_dataset")
+        fields = next((g.same_problem for g in self.generators if g.name == name), ())
+        keys = {("question", entry["question"])}
+        if fields:
+            content = {f: entry["metadata"].get(f) for f in fields}
+            keys.add(("same", json.dumps(content, sort_keys=True, default=str)))  # any generator
+        return keys
 
     def dataset(self, seed: int, size: int, level: int = 0):
         """reasoning-gym's composite dataset of the mix at `level`: problem i is `[i]`."""

@@ -2,12 +2,13 @@
 scored by each generator's own scorer. Yours to edit.
 
 `PROBLEMS` is the task's data: which generators, their weights and configs (the difficulty),
-how many problems to train on and to hold out for `make evaluate`, the seed, and the curriculum
-that raises the difficulty as the model gets them right. The defaults are small arithmetic a
-135M model solves some of: change a generator's config (digits, terms) or add another of
+what makes two problems the same one, how many problems to train on and to hold out for `make
+evaluate`, the seed, and the curriculum that raises the difficulty as the model gets them right.
+The defaults are sums and differences of one- and two-digit numbers, which a 135M model gets
+right some of the time: change a generator's config (digits, terms) or add another of
 reasoning-gym's (`python -c "import reasoning_gym.factory as f; print(sorted(f.DATASETS))"`).
 The held-out problems come from another seed than the training ones, and any problem also in
-training is dropped (grpo_kit.procedural).
+training (the same question, or the same `same_problem` fields) is dropped.
 
 task.py is the one home of the task's defaults: the rewards and their weights, the system
 prompt and the data. configs/grpo.yaml does not restate them (`grpo recipe --explain` shows
@@ -43,16 +44,17 @@ PROBLEMS = Procedural(
                 "allow_parentheses": False,
                 "allow_negation": False,
             },
+            same_problem=("expression",),  # "Calculate 3 + 4." and "What is 3 + 4?" are one
         ),
-        Generator("chain_sum", 1.0, {"min_terms": 2, "max_terms": 3, "max_digits": 1}),
         Generator(
-            "leg_counting",
+            "chain_sum",
             1.0,
-            {"min_animals": 1, "max_animals": 1, "min_instances": 1, "max_instances": 10},
+            {"min_terms": 2, "max_terms": 3, "max_digits": 1},
+            same_problem=("expression",),
         ),
     ),
-    size=2000,  # training problems
-    held_out=200,  # problems make evaluate scores, never trained on
+    size=1000,  # training problems
+    held_out=200,  # problems make evaluate scores: none is a training problem
     seed=42,
     curriculum=Curriculum(threshold=0.8, window=5, max_level=3),
 )
