@@ -221,7 +221,7 @@ PROCEDURAL = TaskSpec(
         "run's folder)."
     ),
     metric_note="`accuracy`, the generator's own score of the answer",
-    kit_extras=("procedural",),
+    kit_extras=(importlib.import_module("grpo_kit.procedural").EXTRA,),  # its home: the kit
 )
 
 TASKS: dict[str, TaskSpec] = {
