@@ -231,7 +231,7 @@ def _values(answers: Answers) -> dict:
         "reward_model_yaml": reward_model.render(plan, answers.tracker),
         "output_dir": f"outputs/{recipe.run_name(plan)}",
         "dependencies": [
-            kit.requirement(),
+            kit.requirement(plan.task.kit_extras),
             *stack.dependencies(answers.backend, answers.tracker, plan.task.extra_dependencies),
         ],
         "gpu_dependencies": stack.gpu_dependencies(plan),
@@ -267,7 +267,7 @@ def _values(answers: Answers) -> dict:
         "sources_table": sources_table(answers),
         "algorithm_table": algorithms.readme_table(answers.algorithm),
         "algorithm_paper": "{0.paper}, arXiv:{0.arxiv}".format(algorithms.get(answers.algorithm)),
-        "kit_requirement": kit.requirement(),
+        "kit_requirement": kit.requirement(plan.task.kit_extras),
         "kit_version": kit.VERSION,
     }
 

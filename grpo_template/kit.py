@@ -44,9 +44,11 @@ _ABBREVIATIONS = {
 }
 
 
-def requirement() -> str:
-    """The project's pin of the kit: exactly the template's version."""
-    return f"{DISTRIBUTION}=={VERSION}"
+def requirement(extras: tuple[str, ...] = ()) -> str:
+    """The project's pin of the kit: exactly the template's version, with the kit's `extras`
+    its task needs (`grpo-kit[procedural]==...`)."""
+    named = f"[{','.join(extras)}]" if extras else ""
+    return f"{DISTRIBUTION}{named}=={VERSION}"
 
 
 def _git(folder: Path, *args: str) -> str | None:

@@ -27,7 +27,7 @@ ACCELERATE = (
     *tuning.DEEPSPEED_CONFIGS,
     "configs/accelerate/fsdp2.yaml",
 )
-TASKS = ("math", "code", "json", "classification", "custom", "tools")
+TASKS = ("math", "code", "json", "classification", "custom", "tools", "procedural")
 
 # (question, answers that keep the files, files relative to the project root; {pkg} = package).
 VARIANTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (

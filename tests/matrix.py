@@ -102,11 +102,11 @@ def refusal(combo: dict) -> str:
     spec = catalog.CATALOG.get(combo["model"])
     tools = combo["task_type"] == "tools"
     no_tool_template = tools and (spec is None or not spec.tool_calling)
+    if no_tool_template:  # checked right after the task question, before the tier is asked
+        return "task_type=tools is not offered"
     # The early check runs right after the tier question: the multi-GPU tiers'
     # bakes give num_gpus (SCALE), so for them the full check (answers.validate) comes first.
     early = not tiers.TIERS[combo["gpu_tier"]].scalable
-    if early and no_tool_template:  # right after the task question
-        return "task_type=tools is not offered"
     try:
         if early:
             answers.validate_early(combo)

@@ -11,6 +11,8 @@ import pytest
 from conftest import ROOT, bake_ok, hooks_in_this_process
 from matrix import INVALID, VALID, name, refusal
 
+from grpo_template import tasks
+
 BASE_FILES = {
     ".cookiecutter.json",
     ".github/workflows/tests.yml",
@@ -40,7 +42,7 @@ if TEMPLATE_IN_GIT:
     BASE_FILES.add(".cruft.json")
 TASK_FILES = {
     task: {f"data/sample_{task}.jsonl"}
-    for task in ("math", "code", "json", "classification", "custom", "tools")
+    for task in ("math", "code", "json", "classification", "custom", "tools", "procedural")
 }
 TASK_FILES["tools"] |= {"data/sample_corpus.jsonl"}
 # `${{ ... }}` is GitHub Actions syntax (the workflow escapes it with {% raw %}), not a leftover.
@@ -333,7 +335,9 @@ def test_the_project_pins_the_kit_and_names_where_to_install_it_from(baked):
     for combo in VALID[:3]:
         project = baked[name(combo)]
         meta = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
-        assert f"grpo-kit=={kit.VERSION}" in meta["project"]["dependencies"]
+        extras = tasks.TASKS[combo["task_type"]].kit_extras  # e.g. grpo-kit[procedural]
+        assert kit.requirement(extras) in meta["project"]["dependencies"]
+        assert f"=={kit.VERSION}" in kit.requirement(extras)
         assert meta["tool"]["grpo"]["package"] == combo["package_name"]
         makefile = (project / "Makefile").read_text(encoding="utf-8")
         assert f"\nKIT ?= {kit.makefile_value(str(ROOT))}\n" in makefile

@@ -13,7 +13,7 @@ from grpo_template import catalog
 
 pytestmark = pytest.mark.slow
 
-TASKS = ("math", "code", "json", "classification", "custom", "tools")
+TASKS = ("math", "code", "json", "classification", "custom", "tools", "procedural")
 CUSTOM_MODEL = {
     "model": "custom",
     "custom_model_id": "mistralai/Mistral-7B-Instruct-v0.3",
@@ -38,14 +38,17 @@ GRID = {
         "tracker": "wandb",
         "model": "Qwen/Qwen3.5-0.8B",
     },
-    "math-multi-node": {"task_type": "math", "gpu_tier": "multi-node", **CUSTOM_MODEL},
+    # The multi-node tier's cell (its launch files, a custom model's stand-in) is also the
+    # procedural task's, so the task adds no bake of its own.
+    "procedural-multi-node": {"task_type": "procedural", "gpu_tier": "multi-node", **CUSTOM_MODEL},
 }
 # The default answers' cell (`cookiecutter --no-input`): its project also runs every other
 # documented target after its smoke run.
 DEFAULT_CELL = "math-24GB"
 # Cells that stand for a tier whose task has a cell of its own: their smoke run only (the
-# tier's recipe under the smoke layer, on a custom model's stand-in).
-TIER_ONLY = {"math-multi-node"}
+# tier's recipe under the smoke layer, on a custom model's stand-in). None now: the multi-node
+# cell is the procedural task's only one.
+TIER_ONLY: set[str] = set()
 
 
 def make(project: Path, target: str, python: str = sys.executable, env=None, extra=()):

@@ -97,7 +97,9 @@ def test_the_readme_points_at_the_manual_of_the_pinned_kit(readmes, combo):
     for topic in topics:
         assert (DOCS / f"{topic}.md").is_file(), topic
     assert f"v{kit.VERSION}" in manual and "grpo docs" in manual
-    assert kit.requirement() in (project / "pyproject.toml").read_text(encoding="utf-8")
+    extras = tasks.TASKS[combo["task_type"]].kit_extras  # the procedural task's: [procedural]
+    pin = kit.requirement(extras)
+    assert pin in (project / "pyproject.toml").read_text(encoding="utf-8") and pin in readme
 
 
 def test_a_default_project_has_no_train_script_to_document(readmes):

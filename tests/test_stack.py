@@ -25,6 +25,24 @@ def test_requirements_test_repeats_the_pins():
         assert requirement in lines, requirement
 
 
+def test_task_kit_extras_exist_and_requirements_test_pins_them_alike():
+    """A task's kit extras (the project pins grpo-kit[<extra>]) are grpo-kit's optional
+    dependencies, and requirements-test.txt (CI) pins their packages exactly as the kit does."""
+    import tomllib
+
+    from grpo_template import tasks
+
+    kit = tomllib.loads((ROOT / "kit" / "pyproject.toml").read_text(encoding="utf-8"))
+    optional = kit["project"]["optional-dependencies"]
+    lines = (ROOT / "requirements-test.txt").read_text(encoding="utf-8").splitlines()
+    wanted = {extra for task in tasks.TASKS.values() for extra in task.kit_extras}
+    assert "procedural" in wanted
+    for extra in wanted:
+        assert optional.get(extra), extra
+        for requirement in optional[extra]:
+            assert requirement in lines, (extra, requirement)
+
+
 def test_the_kits_ranges_hold_both_stacks():
     """grpo-kit's own requirements (ranges) admit each backend's exact pins, so a project's
     pyproject (grpo-kit==X plus the stack) always resolves."""

@@ -14,7 +14,7 @@ from conftest import ROOT
 from grpo_kit.api import PUBLIC_MODULES
 from grpo_kit.imports import cycles, import_graph, names_used
 
-TASKS = ("math", "code", "json", "classification", "custom", "tools")
+TASKS = ("math", "code", "json", "classification", "custom", "tools", "procedural")
 
 BARE_BAKE = """
 import sys
@@ -22,14 +22,15 @@ import sys
 class Absent:
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in {"math_verify", "jsonschema", "trl", "transformers", "torch",
-                                  "datasets", "peft", "accelerate", "sympy", "bm25s"}:
+                                  "datasets", "peft", "accelerate", "sympy", "bm25s",
+                                  "reasoning_gym"}:
             raise ModuleNotFoundError(f"No module named {name!r} (absent in this check)")
         return None
 
 sys.meta_path.insert(0, Absent())
 from cookiecutter.main import cookiecutter
 
-for task in ("math", "code", "json", "classification", "custom", "tools"):
+for task in ("math", "code", "json", "classification", "custom", "tools", "procedural"):
     cookiecutter(sys.argv[1], no_input=True, output_dir=sys.argv[2] + "/" + task,
                  extra_context={"task_type": task})
 print("baked")

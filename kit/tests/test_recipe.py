@@ -91,6 +91,7 @@ TASK_KEYS = {
     "json": "schema_column: schema\n",
     "classification": "labels: [World, Sports, Business, Sci/Tech]\n",
     "custom": "",
+    "procedural": "",
     "tools": TOOLS_RECIPE + "sandbox_workers: 2\ncorpus: data/sample_corpus.jsonl\n"
     "search_results: 3\ntool_output_chars: 600\nenvironment_column: environment\n"
     "default_environment: python\ntool_call_cost: 0.1\nfree_tool_calls: 2\n",
@@ -347,12 +348,19 @@ def test_smoke_reads_the_sample_data_with_its_own_columns(task, tmp_path, monkey
     )
     assert all(getattr(mine.task, field) == "mine" for field in columns)
     smoke = parse_recipe(["--config", RECIPE, "--smoke"])
-    assert smoke.script.dataset_name == project.task.data.sample
+    assert smoke.script.dataset_name == offline_default(project)
     assert smoke.script.prompt_column == project.task.data.prompt_column
     assert smoke.script.answer_column == project.task.data.answer_column
-    sample = recipes.sample_data_values(project)
+    sample = {**recipes.sample_data_values(project), "dataset_name": offline_default(project)}
     parts = {**vars(smoke.script), **vars(smoke.task)}
     assert {key: parts[key] for key in sample} == sample
+
+
+def offline_default(project) -> str:
+    """What offline runs read while the recipe names the task's default data: the shipped
+    sample, or the problems a procedural task generates (offline, no sample needed)."""
+    data = project.task.data
+    return data.dataset_name if project.task.generate is not None else data.sample
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -375,7 +383,7 @@ def test_smoke_reads_your_data_once_the_recipe_names_your_own(task, tmp_path, mo
     # Back on the task's default data: the sample again, for the offline data readers too.
     LOCAL_RECIPE.write_text(yaml.safe_dump(columns))
     read = parse_recipe(["--config", RECIPE], read_only=True, offline_data=True)
-    assert read.script.dataset_name == project.task.data.sample
+    assert read.script.dataset_name == offline_default(project)
     assert all(getattr(read.task, field) != "mine" for field in columns)
 
 

@@ -25,6 +25,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "grpo_kit.verify.code",
     "grpo_kit.verify.json",
     "grpo_kit.verify.text",
+    "grpo_kit.procedural",
     "grpo_kit.environments",
     "grpo_kit.sandbox",
     "grpo_kit.errors",

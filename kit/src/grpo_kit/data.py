@@ -267,10 +267,26 @@ def _left_over(err: DataError, script_args, task) -> DataError:
     return DataError(f"{leftover.message(task.name)}. What failed: {err}")
 
 
+def generated(script_args, task) -> bool:
+    """Whether the recipe's data is the task's generated problems (a procedural task, whose
+    `Task.generate` makes them, while the recipe names its default dataset_name)."""
+    return task.generate is not None and script_args.dataset_name == task.data.dataset_name
+
+
+def generated_rows(task, task_args, split: str):
+    """A procedural task's generated rows of `split`, as a dataset."""
+    from datasets import Dataset
+
+    return Dataset.from_list(task.generate(split, task_args))
+
+
 def load_training_rows(script_args, task_args, task, split: str | None = None):
     """Load and validate the configured split (no tokenizer needed, so it runs before the model)."""
     split = split or script_args.dataset_train_split
-    rows = load_rows(script_args.dataset_name, script_args.dataset_config, split)
+    if generated(script_args, task):
+        rows = generated_rows(task, task_args, split)
+    else:
+        rows = load_rows(script_args.dataset_name, script_args.dataset_config, split)
     source = (
         script_args.dataset_name
         if is_local(script_args.dataset_name)

@@ -309,8 +309,14 @@ def names_default_data(project: Project, values: Mapping[str, object]) -> bool:
 def offline_data_values(project: Project, values: Mapping[str, object]) -> dict:
     """The data an offline command reads (smoke runs, reward-debug, the project's tests): the
     shipped sample with its own columns while `values` name the task's default data (which needs
-    the Hub); your data mapping, unchanged, once you have set your own."""
-    return sample_data_values(project) if names_default_data(project, values) else {}
+    the Hub), or for a task that generates its problems (`Task.generate`, offline) those
+    problems, with the task's columns; your data mapping, unchanged, once you have set your own."""
+    if not names_default_data(project, values):
+        return {}
+    found = sample_data_values(project)
+    if project.task.generate is not None:
+        found["dataset_name"] = project.task.data.dataset_name
+    return found
 
 
 def smoke_values(project: Project, fields: set[str], below: Mapping[str, object]) -> dict:
@@ -327,6 +333,9 @@ def offline_data_note(recipe: Recipe) -> str:
     rows = f"the first {script.max_train_samples} rows of " if script.max_train_samples else ""
     if Path(script.dataset_name) == Path(sample):
         return f"{rows}the sample data {sample} (the recipe names the task's default data)"
+    task = recipe.project.task
+    if task.generate is not None and script.dataset_name == task.data.dataset_name:
+        return f"{rows}the problems the task generates (offline)"
     return f"{rows}your data {script.dataset_name} (read with the recipe's columns)"
 
 

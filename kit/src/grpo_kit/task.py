@@ -39,6 +39,10 @@ def _no_fields(row: dict, task_args) -> dict:
     return {}
 
 
+def _no_callbacks(trainer, recipe) -> list:
+    return []
+
+
 @dataclass
 class NoArguments:
     """A task without recipe fields of its own."""
@@ -132,6 +136,12 @@ class Task:
     # What the offline smoke and trial runs change for this task beyond the kit's smoke layer
     # (an agent's rollouts need room for a tool call and its result).
     smoke: Mapping = field(default_factory=dict)
+    # Procedural tasks: the rows of a split (its name, the task's arguments), generated instead
+    # of read (grpo_kit.procedural), used while the recipe's dataset_name is `data`'s.
+    generate: Callable[[str, object], list[dict]] | None = None
+    # TrainerCallbacks the task adds to a training run, given (trainer, recipe): e.g. a
+    # procedural task's curriculum.
+    callbacks: Callable[[object, object], list] = _no_callbacks
     # Evaluation metrics as (label, reward function): the first is the task's correctness, also
     # used for pass@k and by the health monitor; each is a reward of range [0, 1].
     metrics: tuple[tuple[str, Callable], ...] = ()

@@ -72,7 +72,7 @@ def build_trainer(recipe: Recipe, record=None):
         **model_arguments(recipe),  # model (a name, or Unsloth's) and peft_config
         **agent_arguments(recipe),  # the tools task: environment_factory
     )
-    add_callbacks(trainer, recipe, funcs)  # health monitor, adaptive weights
+    add_callbacks(trainer, recipe, funcs)  # health, adaptive weights, the task's (curriculum)
     return trainer
 
 
@@ -222,8 +222,9 @@ def agent_arguments(recipe: Recipe) -> dict:
 
 
 def add_callbacks(trainer, recipe: Recipe, funcs: list) -> None:
-    """The health monitor and (when the recipe asks) the adaptive reward weights; the backend's
-    check of the trainer it got; for an agent task, the context length TRL's tool loop reads."""
+    """The health monitor, (when the recipe asks) the adaptive reward weights and the task's own
+    callbacks (`Task.callbacks`: a procedural task's curriculum); the backend's check of the
+    trainer it got; for an agent task, the context length TRL's tool loop reads."""
     backends.load(recipe.project.backend).check_trainer(trainer)
     if recipe.project.task.environments is not None:
         expose_context_length(trainer.model.config)
@@ -314,8 +315,9 @@ def configure_trackers(training_args) -> None:
 
 
 def callbacks_for(trainer, recipe, funcs: list) -> list:
-    """The health monitor, and the adaptive reward weights when the recipe asks for them
-    (`funcs`: the resolved reward functions, in the recipe's order)."""
+    """The health monitor, the adaptive reward weights when the recipe asks for them (`funcs`:
+    the resolved reward functions, in the recipe's order), and the task's own callbacks
+    (`Task.callbacks`)."""
     from .callbacks.adaptive_weights import AdaptiveRewardWeights, Policy
     from .callbacks.health import HealthMonitor, limits_from, warmup_origin
     from .generation import run_record_of
@@ -344,7 +346,7 @@ def callbacks_for(trainer, recipe, funcs: list) -> list:
             max_scale=script_args.adaptive_max_scale,
         )
         found.append(AdaptiveRewardWeights(trainer, names, ranges, policy, output_dir))
-    return found
+    return [*found, *recipe.project.task.callbacks(trainer, recipe)]  # e.g. a curriculum
 
 
 def end(trainer) -> None:

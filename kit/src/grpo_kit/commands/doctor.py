@@ -19,6 +19,7 @@ the offline smoke setup); `--offline` skips everything that needs the network.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import inspect
 import math
@@ -763,9 +764,10 @@ def check_hub(recipe, offline: bool) -> list[Check]:
         return findings
     api = HfApi()
     targets = [] if local_model else [("model", name)]
-    from ..data import is_local
+    from ..data import generated, is_local
 
-    if not is_local(recipe.script.dataset_name):
+    remote = not generated(recipe.script, recipe.project.task)  # generated: no Hub
+    if remote and not is_local(recipe.script.dataset_name):
         targets.append(("dataset", recipe.script.dataset_name))
     for kind, repo in targets:
         try:
@@ -817,7 +819,8 @@ def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list
     from ..tokenizer import load_tokenizer
 
     task = recipe.project.task
-    if not data.is_local(recipe.script.dataset_name) and (offline or hub_failed):
+    remote = not data.is_local(recipe.script.dataset_name)
+    if remote and not data.generated(recipe.script, task) and (offline or hub_failed):
         why = "offline" if offline else "the Hub is unreachable"
         return [Check(WARN, "data", f"{why}: {recipe.script.dataset_name} not loaded", "")]
     try:
@@ -827,6 +830,8 @@ def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list
     findings = [
         Check(OK, "data", f"{len(rows)} rows from {recipe.script.dataset_name}, columns valid")
     ]
+    if data.generated(recipe.script, task):
+        findings.append(check_generated(recipe, rows))
     checked = rows.select(range(min(data.GOLD_CHECK_ROWS, len(rows))))
     conversations = data.to_conversations(checked, recipe.script, recipe.task, task)
     if golds := data.gold_problem(conversations, recipe, recipe.script.dataset_name):
@@ -852,6 +857,32 @@ def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list
         Check(WARN if dropped > 0.05 * len(lengths) else OK, "prompt lengths", message, fix)
     )
     return findings
+
+
+def check_generated(recipe, rows) -> Check:
+    """A task that generates its problems (the procedural task): the held-out split make
+    evaluate scores, and that none of its prompts is a training prompt."""
+    from .. import data
+
+    script, task = recipe.script, recipe.project.task
+    whole = dataclasses.replace(script, max_train_samples=None)
+    train = data.load_training_rows(whole, recipe.task, task)
+    held = data.load_training_rows(whole, recipe.task, task, script.dataset_test_split)
+    shared = set(train[script.prompt_column]) & set(held[script.prompt_column])
+    if shared:
+        return Check(
+            FAIL,
+            "held-out data",
+            f"{len(shared)} of the {len(held)} generated held-out problems are training "
+            f"problems (e.g. {sorted(shared)[0]!r})",
+            "generate the held-out split from another seed (grpo_kit.procedural)",
+        )
+    return Check(
+        OK,
+        "held-out data",
+        f"generated offline: {len(train)} training problems, {len(held)} held out "
+        f"({script.dataset_test_split}) for make evaluate, none of them a training problem",
+    )
 
 
 def check_disk(recipe) -> list[Check]:

@@ -37,7 +37,7 @@ def build_trainer(recipe, record=None):
         **training.model_arguments(recipe),  # model (a name, or Unsloth's) and peft_config
         **training.agent_arguments(recipe),  # the tools task: environment_factory
     )
-    training.add_callbacks(trainer, recipe, rewards)  # health monitor, adaptive weights
+    training.add_callbacks(trainer, recipe, rewards)  # health, adaptive weights, the task's
     return trainer
 
 
