@@ -136,10 +136,10 @@ def correctness_reward(task, settings: dict):
 
 def training_prompts(recipe, tokenizer, limit: int | None):
     """(the data rows, the prompts as training builds them, the data row of each prompt)."""
-    from .. import data
+    from .. import data, heldout
 
     script_args, task_args, task = recipe.script, recipe.task, recipe.project.task
-    rows = data.load_training_rows(script_args, task_args, task)
+    rows = heldout.training_rows(script_args, task_args, task)  # never evaluate's rows
     if limit is not None:
         rows = rows.select(range(min(limit, len(rows))))
     rows = rows.add_column(ROW, list(range(len(rows))))

@@ -105,7 +105,7 @@ def user_completions(path: Path, prompt_column: str) -> dict[str, str]:
 def examples(recipe, tokenizer, count: int, completions: Path | None = None) -> list[dict]:
     """SFT rows {prompt: the training prompt's messages, completion: [assistant message],
     chat_template_kwargs}: the first `count` training prompts with their completion."""
-    from .. import data
+    from .. import data, heldout
     from ..task import message_text
 
     script, task_args, task = recipe.script, recipe.task, recipe.project.task
@@ -114,7 +114,7 @@ def examples(recipe, tokenizer, count: int, completions: Path | None = None) -> 
             f"the {task.name} task's answers are tool-calling rollouts: the warm-up trains text "
             "completions; show a worked call in system_prompt instead"
         )
-    rows = data.load_training_rows(script, task_args, task)
+    rows = heldout.training_rows(script, task_args, task)  # never evaluate's rows
     kwargs = recipe.training.chat_template_kwargs or {}
     rows, _ = data.prepare(rows, tokenizer, script, task_args, task, kwargs)
     given = user_completions(completions, script.prompt_column) if completions else None
@@ -169,7 +169,7 @@ def sft_config(recipe, out: Path, args):
 def warm_up(argv: Sequence[str] | None = None, *, stage: Layer | None = None, project=None) -> Path:
     """Train the warm-up and merge it; returns the merged folder GRPO starts from. `stage`: one
     more recipe layer (a stage's keys, commands/stages.py)."""
-    from .. import backends
+    from .. import backends, heldout
     from ..callbacks.run_record import RunRecord
     from ..generation import check_model, configure_cpu_threads
     from ..preflight import release
@@ -202,6 +202,8 @@ def warm_up(argv: Sequence[str] | None = None, *, stage: Layer | None = None, pr
         "examples": len(rows), "epochs": args.epochs, "learning_rate": args.learning_rate,
         "completions": source,
     }  # fmt: skip
+    split = heldout.split_rows(recipe.script, recipe.task, project.task)
+    record.data["held_out"] = split.record()  # evaluate's rows: not among the examples
     logger.info(
         "warm-up: %d completions x %g epochs on %s (lr %g) -> %s",
         len(rows), args.epochs, recipe.model.model_name_or_path, args.learning_rate, out,
