@@ -111,7 +111,7 @@ def evaluation_rows(
     from ..tokenizer import load_tokenizer
 
     script_args, task_args, task = recipe.script, recipe.task, recipe.project.task
-    rows, source = heldout.evaluation_rows(script_args, task_args, task, split, all_rows)
+    rows, rows_from = heldout.evaluation_rows(script_args, task_args, task, split, all_rows)
     rows = rows.select(range(min(limit, len(rows))))
     name = model or recipe.model.model_name_or_path
     revision = recipe.model.model_revision if name == recipe.model.model_name_or_path else None
@@ -119,7 +119,7 @@ def evaluation_rows(
     tokenizer = load_tokenizer(source, recipe.training.trust_remote_code)
     kwargs = recipe.training.chat_template_kwargs
     rows, _ = data.prepare(rows, tokenizer, script_args, task_args, task, kwargs)
-    return [dict(row) for row in rows], source
+    return [dict(row) for row in rows], rows_from
 
 
 def held_out(
