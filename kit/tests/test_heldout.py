@@ -60,12 +60,13 @@ def test_the_split_depends_on_each_problem_alone():
 def test_identical_problems_fall_on_the_same_side():
     questions = problems(12)
     order = sorted(range(12), key=lambda i: sha256_position(questions[i]))
-    # The minimum's cutoff falls between order[5] and order[6]: copy the row just above it.
-    with_copies = questions + [questions[order[6]], questions[order[0]]]
+    # 14 rows hold out 7 (at most half): the 7th lowest hash is order[5]'s, whose three copies
+    # are the 6th to 8th lowest; all three are held out, not two of them.
+    with_copies = questions + [questions[order[5]]] * 2
     held = held_out_indices(with_copies)
     held_texts = {with_copies[i] for i in held}
     trained = {q for i, q in enumerate(with_copies) if i not in held}
-    assert not held_texts & trained
+    assert not held_texts & trained and len(held) == 8
 
 
 def test_a_chat_prompt_is_hashed_by_its_last_user_message():
