@@ -208,3 +208,12 @@ def test_warmup_train_and_evaluate_never_score_evaluates_rows_in_training(
     printed = capsys.readouterr().out
     assert "evaluating on 8 held-out rows from data/sample_math.jsonl" in printed
     assert "8 held-out prompts from data/sample_math.jsonl" in printed
+
+
+def test_the_manual_states_the_share_and_the_minimum_the_code_has():
+    """data.md states heldout.py's numbers (their one home is the code)."""
+    from grpo_kit.commands import docs
+
+    text = " ".join((docs.DOCS / "data.md").read_text(encoding="utf-8").split())
+    assert f"the lowest {HELD_OUT_SHARE:.0%} of the range are held out, at least " in text
+    assert f"at least {HELD_OUT_MIN} rows and at most half" in text

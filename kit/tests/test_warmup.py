@@ -6,17 +6,10 @@ import json
 
 import pytest
 from conftest import RECIPE, chdir, load, sample_recipe
+from conftest import training_rows_of as rows_of  # evaluate's held-out rows left out
 from grpo_kit import data, generation, heldout, preflight
 from grpo_kit.commands import warmup
 from grpo_kit.errors import UserError
-
-
-def rows_of(recipe):
-    """The training rows (evaluate's held-out rows left out) as chat prompts."""
-    script, task_args, task = recipe.script, recipe.task, recipe.project.task
-    with chdir(recipe.project.root):
-        rows = heldout.training_rows(script, task_args, task)
-        return data.to_conversations(rows, script, task_args, task)
 
 
 def held_out_of(recipe):
