@@ -139,7 +139,7 @@ def test_a_cut_run_and_evaluation_during_training_stay_inside_their_sides(
     assert len(train) == 10 and not train & during
     assert during == users(row["prompt"] for row in rows)
     assert users(row["prompt"] for row in every) == set(questions)
-    assert "--all-rows" in label and "not held out" in label
+    assert label == "data/mine.jsonl, every row (--all-rows)"
 
 
 def test_a_dataset_with_its_own_test_split_trains_on_all_its_training_split(monkeypatch):
@@ -171,7 +171,7 @@ def test_evaluate_on_a_file_too_small_to_hold_out_says_what_to_do(tmp_path, monk
                            "--prompt_column", "question"], read_only=True)  # fmt: skip
     script, task_args, task = recipe.script, recipe.task, recipe.project.task
     assert len(heldout.training_rows(script, task_args, task)) == 1  # it still trains
-    with pytest.raises(DataError, match="1 row.*--dataset_name FILE.*--all-rows"):
+    with pytest.raises(DataError, match="has 1 row.*--dataset_name FILE.*--all-rows"):
         heldout.evaluation_rows(script, task_args, task)
 
 
@@ -217,3 +217,20 @@ def test_the_manual_states_the_share_and_the_minimum_the_code_has():
     text = " ".join((docs.DOCS / "data.md").read_text(encoding="utf-8").split())
     assert f"the lowest {HELD_OUT_SHARE:.0%} of the range are held out, at least " in text
     assert f"at least {HELD_OUT_MIN} rows and at most half" in text
+
+
+def test_a_file_of_copies_of_one_problem_trains_and_evaluate_says_what_to_do(
+    tmp_path, monkeypatch, caplog
+):
+    """Held out together, the copies would leave nothing to train on: none is held out."""
+    root = make_project(tmp_path / "p", "math")
+    row = json.dumps({"question": "1 + 1?", "answer": "#### 2"}) + "\n"
+    (root / "data" / "same.jsonl").write_text(row * 4)
+    monkeypatch.chdir(root)
+    recipe = parse_recipe(["--config", RECIPE, "--dataset_name", "data/same.jsonl",
+                           "--prompt_column", "question"], read_only=True)  # fmt: skip
+    script, task_args, task = recipe.script, recipe.task, recipe.project.task
+    assert len(heldout.training_rows(script, task_args, task)) == 4
+    assert "none held out for evaluation" in caplog.text
+    with pytest.raises(DataError, match="no row of data/same.jsonl can be held out.*--all-rows"):
+        heldout.evaluation_rows(script, task_args, task)

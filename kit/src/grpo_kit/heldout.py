@@ -66,14 +66,15 @@ def problem_hash(value) -> float:
 def held_out_indices(problems: Sequence) -> list[int]:
     """The indices of the rows held out of `problems` (prompt cells), in order: those whose hash
     is below HELD_OUT_SHARE, raised to the HELD_OUT_MIN lowest hashes and cut to half the rows;
-    rows with the same problem are held out together."""
+    rows with the same problem are held out together (none, when every row is one problem)."""
     hashes = [problem_hash(value) for value in problems]
     below = sum(h < HELD_OUT_SHARE for h in hashes)
     wanted = min(max(below, HELD_OUT_MIN), len(hashes) // 2)
     if wanted == 0:
         return []
     cutoff = sorted(hashes)[wanted - 1]
-    return [i for i, h in enumerate(hashes) if h <= cutoff]
+    held = [i for i, h in enumerate(hashes) if h <= cutoff]
+    return held if len(held) < len(hashes) else []  # copies of one problem: none to hold out
 
 
 @dataclass(frozen=True)
@@ -120,11 +121,6 @@ def _hash_split(script, task_args, task) -> Split:
     held = held_out_indices(whole[script.prompt_column])
     chosen = set(held)
     rest = [i for i in range(len(whole)) if i not in chosen]
-    if not rest:
-        raise DataError(
-            f"{script.dataset_name}: every row is held out for evaluation ({len(whole)} rows, all "
-            "the same problem): add rows with other problems"
-        )
     if script.max_train_samples is not None:
         rest = rest[: script.max_train_samples]
     where = (
@@ -156,13 +152,13 @@ def evaluation_rows(script, task_args, task, split: str | None = None, all_rows:
     if all_rows or own_test_split(script, split):
         rows = data.load_training_rows(whole, task_args, task, split)
         if all_rows:
-            return rows, f"{_name(script, split)}, all of its rows (--all-rows: not held out)"
+            return rows, f"{_name(script, split)}, every row (--all-rows)"
         return rows, f"the test split {_name(script, split)}"
     found = _hash_split(dataclasses.replace(whole, dataset_train_split=split), task_args, task)
     if len(found.held) == 0:
         raise DataError(
-            f"{script.dataset_name} has {found.total} row(s): too few to hold any out for "
-            "evaluation; add rows, pass held-out data with --dataset_name FILE, or score every "
-            "row with --all-rows"
+            f"no row of {script.dataset_name} can be held out for evaluation (it has "
+            f"{found.total} row(s): too few, or all one problem); add rows, pass held-out data "
+            "with --dataset_name FILE, or score every row with --all-rows"
         )
     return found.held, found.source
