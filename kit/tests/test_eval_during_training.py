@@ -33,7 +33,7 @@ def test_held_out_rows_are_evaluates_and_never_trained_on():
     train, held, source = training.split_rows(recipe)
     assert len(held) == 4 and not set(prompts_of(held)) & set(prompts_of(train))
     assert len(train) == recipe.script.max_train_samples  # applied to the rows left
-    assert source["held_out_of_training_data"] and "never trained on" in source["from"]
+    assert source["held_out_of_training_data"] and "held out by a hash" in source["from"]
     script, task_args, task = recipe.script, recipe.task, recipe.project.task
     evaluated, _ = heldout.evaluation_rows(script, task_args, task)
     assert prompts_of(held) == prompts_of(evaluated)[:4]

@@ -126,7 +126,7 @@ def _hash_split(script, task_args, task) -> Split:
     where = (
         f"{_name(script, script.dataset_train_split)} (held out by a hash of each problem: "
         f"{len(held)} of its {len(whole)} rows, the lowest {HELD_OUT_SHARE:.0%} and at least "
-        f"{HELD_OUT_MIN}; never trained on)"
+        f"{HELD_OUT_MIN})"
     )
     return Split(whole.select(rest), whole.select(held), tuple(held), len(whole), where)
 
