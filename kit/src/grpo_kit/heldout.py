@@ -6,10 +6,11 @@ other than its `dataset_train_split`) is evaluated on that split and trains on i
 training split. Any other data (a single local file, or a Hub dataset read as one split) is split
 here, deterministically: a row is held out when its problem (the prompt column's text: a chat's
 last user message) hashes into the lowest HELD_OUT_SHARE of the hash range; at least
-HELD_OUT_MIN rows are held out (the lowest hashes), never more than half of them. The hash is
-of the problem's text alone, so the split does not depend on the seed, the order of the rows or
-the file they are in (a filtered copy of the training rows holds none of evaluate's), and
-identical problems fall on the same side.
+HELD_OUT_MIN rows are held out (the lowest hashes), never more than half the rows. The hash is
+of the problem's text alone, so the split does not depend on the seed or the order of the rows,
+nor, once the share holds more than HELD_OUT_MIN rows, on the other rows of the file;
+identical problems fall on the same side, and a copy of the training rows (the filter's) holds
+none of evaluate's.
 
 The training side is then cut to `max_train_samples`; evaluate takes the first `--limit` of the
 held-out side. `data.load_training_rows` stays the loader of a whole split (reward-debug,
@@ -91,7 +92,7 @@ class Split:
         """What the run record keeps (`held_out`), which evaluate reads back."""
         if self.held is None:
             return {"by": "split", "from": self.source}
-        return {"by": "hash", "from": self.source, "share": HELD_OUT_SHARE,
+        return {"by": "hash", "hash": HASH, "from": self.source, "share": HELD_OUT_SHARE,
                 "minimum": HELD_OUT_MIN, "rows": len(self.held_rows), "of": self.total}  # fmt: skip
 
 
