@@ -1,5 +1,5 @@
 """Held-out rows: the rows `grpo evaluate` scores, which the training commands (warm-up, train,
-filter, preflight) never see.
+filter, preflight) never see (`grpo export` gives the engines the same two sides).
 
 A dataset with a test split of its own (a Hub dataset whose recipe names a `dataset_test_split`
 other than its `dataset_train_split`) is evaluated on that split and trains on its whole
