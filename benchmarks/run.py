@@ -104,11 +104,11 @@ def prepared_data(project: Path, out: Path) -> Path:
     """The sample data as the generated run trains on it (chat prompts + columns) in JSONL."""
     script = (
         "import json, sys\n"
-        "from grpo_kit import data\n"
+        "from grpo_kit import data, heldout\n"
         "from grpo_kit.recipe import parse_recipe\n"
         "r = parse_recipe(['--config', 'configs/grpo.yaml', '--smoke'])\n"
         "task = r.project.task\n"
-        "rows = data.load_training_rows(r.script, r.task, task)\n"
+        "rows = heldout.training_rows(r.script, r.task, task)\n"
         "rows = data.to_conversations(rows, r.script, r.task, task)\n"
         "with open(sys.argv[1], 'w') as f:\n"
         "    for row in rows: f.write(json.dumps(row) + '\\n')\n"

@@ -72,8 +72,8 @@ def sections(plan: Plan, tracker: str, algorithm: str = algorithms.DEFAULT) -> l
         notes.append(f"The system prompt with {model.hub_id}: {model.system_prompt_handling}.")
     if task.test_split == task.train_split:
         notes.append(
-            "The task's default dataset has one split: evaluate on your own held-out data "
-            "(make evaluate ARGS='--dataset_name FILE')."
+            "The task's default dataset has one split: make evaluate scores the rows held "
+            "out of it by a hash of each problem, which training never sees (grpo docs data)."
         )
     data = Section(
         "data and prompts (grpo_kit.recipe.ScriptArguments)",

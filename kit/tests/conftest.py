@@ -183,6 +183,16 @@ def rows_of(recipe):
         return data.to_conversations(rows, recipe.script, recipe.task, task)
 
 
+def training_rows_of(recipe):
+    """The rows the training commands use (evaluate's held-out rows left out), as `rows_of`."""
+    from grpo_kit import data, heldout
+
+    task = recipe.project.task
+    with chdir(recipe.project.root):
+        rows = heldout.training_rows(recipe.script, recipe.task, task)
+        return data.to_conversations(rows, recipe.script, recipe.task, task)
+
+
 @pytest.fixture(scope="session")
 def project(project_root):
     return load(project_root)

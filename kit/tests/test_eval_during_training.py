@@ -23,17 +23,22 @@ def prompts_of(rows, column="question") -> list[str]:
     return list(rows[column])
 
 
-def test_held_out_rows_are_chosen_by_seed_and_never_trained_on():
+def test_held_out_rows_are_evaluates_and_never_trained_on():
+    """A local file: the prompts evaluated during training are the first of the rows `make
+    evaluate` scores (held out by a hash of each problem, whatever the seed)."""
+    from grpo_kit import heldout
+
     recipe = smoke_recipe(*EVAL)
     assert recipe.script.prompt_column == "question"
     train, held, source = training.split_rows(recipe)
     assert len(held) == 4 and not set(prompts_of(held)) & set(prompts_of(train))
     assert len(train) == recipe.script.max_train_samples  # applied to the rows left
-    assert source["held_out_of_training_data"] and "not trained on" in source["from"]
-    again = training.split_rows(recipe)[1]
-    assert prompts_of(again) == prompts_of(held)  # the same rows on every call (the seed)
+    assert source["held_out_of_training_data"] and "held out by a hash" in source["from"]
+    script, task_args, task = recipe.script, recipe.task, recipe.project.task
+    evaluated, _ = heldout.evaluation_rows(script, task_args, task)
+    assert prompts_of(held) == prompts_of(evaluated)[:4]
     other = training.split_rows(smoke_recipe(*EVAL, "--seed", "7"))[1]
-    assert prompts_of(other) != prompts_of(held)
+    assert prompts_of(other) == prompts_of(held)  # not the seed's: evaluate's rows
 
 
 def test_without_evaluation_nothing_is_held_out():
@@ -43,11 +48,19 @@ def test_without_evaluation_nothing_is_held_out():
     assert len(train) == recipe.script.max_train_samples
 
 
-def test_holding_out_every_row_is_one_clear_error():
-    with pytest.raises(UserError, match="eval_prompts is 32 but .* has 32 rows"):
-        training.split_rows(smoke_recipe(*EVAL[:4], "--eval_prompts", "32"))
+def test_more_eval_prompts_than_held_out_rows_evaluate_those_and_none_is_refused(caplog):
+    train, held, _ = training.split_rows(smoke_recipe(*EVAL[:4], "--eval_prompts", "32"))
+    assert len(held) == 8 and not set(prompts_of(held)) & set(prompts_of(train))
+    assert "eval_prompts is 32 but 8 rows are held out" in caplog.text
     with pytest.raises(UserError, match="at least 1 held-out prompt"):
         training.split_rows(smoke_recipe(*EVAL[:4], "--eval_prompts", "0"))
+
+
+def test_a_file_too_small_to_hold_any_row_out_is_one_clear_error(tmp_path):
+    one = tmp_path / "one.jsonl"
+    one.write_text('{"question": "What is 1 + 1?", "answer": "2"}\n')
+    with pytest.raises(UserError, match="1 row.*none can be held out.*eval_strategy: no"):
+        training.split_rows(smoke_recipe(*EVAL, "--dataset_name", str(one)))
 
 
 def test_a_hub_dataset_is_evaluated_on_its_test_split(monkeypatch):

@@ -122,7 +122,9 @@ def test_a_missing_trained_model_is_one_clear_error(tmp_path):
 
 
 def test_evaluating_on_the_training_file_says_it_is_not_held_out(recipe, tmp_path):
-    """A local file has no splits: evaluating on the file the run trained on is labelled."""
+    """A local file has no splits: evaluating on the file the run trained on is held out when
+    the run record says training held evaluate's rows out (this kit's runs); a run of an older
+    kit trained on all of it, and --all-rows scores the trained rows too: both are labelled."""
     run = tmp_path / "run"
     run.mkdir()
     local = "data/mine.jsonl"
@@ -131,6 +133,11 @@ def test_evaluating_on_the_training_file_says_it_is_not_held_out(recipe, tmp_pat
     script = dataclasses.replace(recipe.script, dataset_name=local)
     same = recipe._replace(script=script)
     assert not evaluate.held_out(same, None, run)
+    hashed = {"recipe": train, "held_out": {"by": "hash", "rows": 8}}
+    (run / "run_record.json").write_text(json.dumps(hashed))
+    assert evaluate.held_out(same, None, run)
+    assert not evaluate.held_out(same, None, run, all_rows=True)
+    (run / "run_record.json").write_text(json.dumps({"recipe": train}))
     other = recipe._replace(script=dataclasses.replace(script, dataset_name="data/eval.jsonl"))
     assert evaluate.held_out(other, None, run)
     hub = recipe._replace(script=dataclasses.replace(script, dataset_name="org/data"))
@@ -313,7 +320,8 @@ def test_a_trial_run_is_evaluated_offline_against_its_own_model(logged_run, tmp_
     table = capsys.readouterr().out
     base = json.loads((logged_run / "run_record.json").read_text())["recipe"]["model_name_or_path"]
     assert f"- base: `{base}` (the model the run trained from, per its run record)" in table
-    assert "prompts of the TRAINING data" in table  # the run trained on the sample file
+    # the run trained on the sample file without the rows evaluate holds out (issue 40)
+    assert "2 held-out prompts from data/sample_math.jsonl (held out by a hash" in table
     assert "compared with the run record's training data" in table
     assert "| format reward | base | trained | change |" in table
     assert "| strict_format |" in table and "| partial_format |" in table

@@ -10,7 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import RECIPE, TASKS, chdir, load, rows_of, sample_recipe
+from conftest import RECIPE, TASKS, chdir, load, sample_recipe
+from conftest import training_rows_of as rows_of  # evaluate's held-out rows left out
+from grpo_kit import heldout
 from grpo_kit.commands import export
 from grpo_kit.errors import DataError, UserError
 
@@ -41,7 +43,7 @@ def load_reward(path: Path, name: str):
 
 
 def first_rows(recipe) -> list[dict]:
-    """The first ROWS sample rows as training rows (chat prompt, gold answer, the columns)."""
+    """The first ROWS training rows of the sample (chat prompt, gold answer, the columns)."""
     return [dict(row) for row in rows_of(recipe).select(range(ROWS))]
 
 
@@ -107,7 +109,12 @@ def test_verl_reads_the_rows_and_the_reward_file_scores_as_the_project(
         rows.column_names
     )
     held_out = load_dataset("parquet", data_files=str(out / "test.parquet"))["train"]
-    assert len(held_out) == len(rows_of(sample_recipe(root)))  # the test split, uncapped
+    with chdir(root):  # evaluate's rows (the sample is one file: the rows held out of it)
+        recipe = sample_recipe(root)
+        evaluated, _ = heldout.evaluation_rows(recipe.script, recipe.task, recipe.project.task)
+    assert len(held_out) == len(evaluated) > 0  # uncapped
+    trained = {row["prompt"][-1]["content"] for row in rows}
+    assert not trained & {row["prompt"][-1]["content"] for row in held_out}
     tokenizer = tokenizers(task)
     recipe = sample_recipe(root)
     expected_prompts = [r["prompt"] for r in first_rows(recipe)]

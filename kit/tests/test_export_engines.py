@@ -107,16 +107,17 @@ def engine_python(engine: str) -> Path:
 
 def expected_scores(root: Path, completions: list) -> tuple[list[float], list[float]]:
     """(`grpo reward-debug`'s weighted score, its soft_overlong part) of each completion on the
-    first rows, as reward-debug scores them (`reward_debug.score`)."""
+    first training rows (the rows exported), as reward-debug scores them
+    (`reward_debug.score`)."""
     from grpo_kit.commands.reward_debug import score
     from grpo_kit.recipe import parse_recipe
 
     with chdir(root):
         recipe = parse_recipe(["--config", RECIPE, *overrides(root)], read_only=True)
-        from grpo_kit import data
+        from grpo_kit import data, heldout
 
         task = recipe.project.task
-        rows = data.load_training_rows(recipe.script, recipe.task, task)
+        rows = heldout.training_rows(recipe.script, recipe.task, task)
         rows = data.to_conversations(rows, recipe.script, recipe.task, task)
         results = score(recipe, rows, list(enumerate(completions)))
         weights = export._weights(recipe)

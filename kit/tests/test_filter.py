@@ -8,6 +8,7 @@ import pytest
 from conftest import RECIPE, TASKS, chdir, load, sample_recipe, smoke_train
 from grpo_kit.commands import filter as difficulty
 from grpo_kit.errors import UserError
+from grpo_kit.heldout import held_out_indices
 
 K = 4
 
@@ -92,9 +93,13 @@ def test_pass_rates_the_band_and_the_files(filtering, tmp_path, capsys):
     assert [r["pass_rate"] for r in rates] == [solved(i) / K for i in range(len(rates))]
     assert [r["kept"] for r in rates] == [0.25 <= r["pass_rate"] <= 0.75 for r in rates]
     assert (out / difficulty.HISTOGRAM).read_bytes().startswith(b"\x89PNG")
-    # The kept rows, as the data file has them (its own columns), in order.
+    # The kept rows, as the data file has them (its own columns), in order: `row` counts the
+    # training rows, evaluate's held-out rows left out (none of which the filter scores).
     data_rows = lines(Path(load(Path.cwd()).task.data.sample))
-    kept = [data_rows[r["row"]] for r in rates if r["kept"]]
+    column = sample_recipe(Path.cwd()).script.prompt_column
+    held = set(held_out_indices([row[column] for row in data_rows]))
+    training_rows = [row for i, row in enumerate(data_rows) if i not in held]
+    kept = [training_rows[r["row"]] for r in rates if r["kept"]]
     assert lines(filtered) == kept and kept
     printed = capsys.readouterr().out
     assert f"--dataset_name {filtered}" in printed and "never solved" in printed

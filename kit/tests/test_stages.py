@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import TASKS, load, make_project, rows_of, sample_recipe
+from conftest import TASKS, load, make_project, sample_recipe, training_rows_of
 from grpo_kit.commands import filter as difficulty
 from grpo_kit.commands import stages
+from grpo_kit.heldout import held_out_indices
 
 
 def two_stages(project) -> str:
@@ -167,7 +168,7 @@ def test_a_stage_refilters_the_prompts_with_the_previous_stages_model(
     project = load(root)
     recipe = sample_recipe(root)
     tiny = project_tiny_model(tmp_path / "tiny", project, recipe=recipe)
-    rows = rows_of(recipe)
+    rows = training_rows_of(recipe)  # the filter reads the training rows only (issue 40)
     order = [json.dumps(row["prompt"]) for row in rows]
     ideal = {
         o: project.task.ideal_completion(r, recipe.task) for o, r in zip(order, rows, strict=True)
@@ -201,6 +202,8 @@ def test_a_stage_refilters_the_prompts_with_the_previous_stages_model(
     filtered = second / "filter" / difficulty.FILTERED
     kept = [r["row"] for r in rates if 0.25 <= r["pass_rate"] <= 0.75]
     data = lines(Path(project.task.data.sample))
+    held = set(held_out_indices([row[recipe.script.prompt_column] for row in data]))
+    data = [row for i, row in enumerate(data) if i not in held]  # the training rows
     assert lines(filtered) == [data[i] for i in kept] and kept
     record = json.loads((second / "run_record.json").read_text())
     assert record["recipe"]["dataset_name"] == str(filtered)

@@ -7,12 +7,21 @@ import dataclasses
 import json
 
 import pytest
-from conftest import RECIPE, chdir, load, rows_of, sample_recipe
-from grpo_kit import generation, preflight
+from conftest import RECIPE, chdir, load, sample_recipe
+from conftest import training_rows_of as rows_of  # evaluate's held-out rows left out
+from grpo_kit import data, generation, heldout, preflight
 from grpo_kit.callbacks.entropy_floor import EntropyFloor
 from grpo_kit.commands import warmup
 from grpo_kit.errors import UserError
 from grpo_kit.stage_options import WARMUP_ENTROPY_MARGIN, warmup_batch
+
+
+def held_out_of(recipe):
+    """Evaluate's held-out rows as chat prompts."""
+    script, task_args, task = recipe.script, recipe.task, recipe.project.task
+    with chdir(recipe.project.root):
+        rows, _ = heldout.evaluation_rows(script, task_args, task)
+        return data.to_conversations(rows, script, task_args, task)
 
 
 def test_the_examples_are_the_training_prompts_with_ideal_completions(recipe, tiny_tokenizer):
@@ -35,10 +44,12 @@ def test_your_completions_are_matched_to_the_training_prompts(recipe, tiny_token
         {"prompt": rows[1]["prompt"][-1]["content"], "completion": "<think>a</think><answer>1"},
         {recipe.script.prompt_column: rows[3]["prompt"][-1]["content"], "completion": "two"},
         {"prompt": "a question that is not in the data", "completion": "three"},
+        {"prompt": held_out_of(recipe)[0]["prompt"][-1]["content"], "completion": "evaluated"},
     ]
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     with chdir(recipe.project.root):
         found = warmup.examples(recipe, tiny_tokenizer, 10, path)
+    # evaluate's rows are never warm-up examples, even when your file has their prompts
     assert [e["prompt"] for e in found] == [rows[1]["prompt"], rows[3]["prompt"]]
     assert [e["completion"][0]["content"] for e in found] == ["<think>a</think><answer>1", "two"]
 

@@ -280,10 +280,10 @@ def load_base_model(recipe):
 def preflight_rows(recipe, tokenizer, count: int) -> list[dict]:
     """`count` training prompts, prepared as training prepares them, chosen with the recipe's
     seed (GRPO draws its prompts at random too)."""
-    from . import data
+    from . import data, heldout
 
     script, task_args, task = recipe.script, recipe.task, recipe.project.task
-    rows = data.load_training_rows(script, task_args, task)
+    rows = heldout.training_rows(script, task_args, task)  # never evaluate's rows
     kwargs = recipe.training.chat_template_kwargs
     rows, _ = data.prepare(rows, tokenizer, script, task_args, task, kwargs)
     if len(rows) == 0:

@@ -24,7 +24,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from . import backends, data, rewards
+from . import backends, data, heldout, rewards
 from .errors import Interrupted, ModelError, UserError, hub_hint
 from .recipe import Layer, Recipe, offline_data_note, parse_recipe
 from .text import guard_trl_sample_print
@@ -108,16 +108,16 @@ def load_tokenizer(recipe: Recipe):
 def training_prompts(recipe: Recipe, tokenizer, record=None):
     """The training rows, checked (file, row and column named on a problem), as chat prompts
     rendered as TRL will render them; prompts over `max_prompt_tokens` dropped and counted.
-    When the recipe evaluates during training on rows held out of the training data, those rows
-    are not among them (`split_rows`)."""
+    Evaluate's held-out rows are never among them (`split_rows`); the run record says which
+    rows those are."""
     task = recipe.project.task
-    rows, _, _ = split_rows(recipe)
+    rows, _, _, held_out = _split(recipe)
     kwargs = recipe.training.chat_template_kwargs  # TRL renders the prompts with them too
     rows, stats = data.prepare(rows, tokenizer, recipe.script, recipe.task, task, kwargs)
     data.refuse_unreadable_golds(rows, recipe)  # most gold answers unreadable: no signal
     logger.info("training on %d prompts (%d dropped as too long)", stats.kept, stats.dropped)
     if record is not None:
-        record.start(recipe.script, rows, stats, recipe.reward_settings())
+        record.start(recipe.script, rows, stats, recipe.reward_settings(), held_out)
     return rows
 
 
@@ -158,14 +158,19 @@ def evaluates(recipe: Recipe) -> bool:
 def split_rows(recipe: Recipe):
     """(training rows, held-out rows or None, where the held-out rows come from or None).
 
-    Without evaluation during training, the held-out rows are None. With it, `eval_prompts`
-    rows: the first of the recipe's `dataset_test_split` for a Hub dataset with a test split of
-    its own; otherwise (a local file, or one split) rows held out of the training data, chosen
-    with the recipe's `seed` and never trained on (`max_train_samples` applies to the rest).
-    Rows are checked as training rows are."""
+    The training rows never include evaluate's held-out rows (`heldout.split_rows`: the
+    dataset's own test split, else rows held out of the data by a hash of each problem). Without
+    evaluation during training, the held-out rows are None; with it, the first `eval_prompts`
+    of evaluate's held-out rows. Rows are checked as training rows are."""
+    return _split(recipe)[:3]
+
+
+def _split(recipe: Recipe):
+    """`split_rows`, and what the run record keeps of evaluate's held-out rows."""
     script, task_args, task = recipe.script, recipe.task, recipe.project.task
+    found = heldout.split_rows(script, task_args, task)
     if not evaluates(recipe):
-        return data.load_training_rows(script, task_args, task), None, None
+        return found.train, None, None, found.record()
     wanted = script.eval_prompts
     if wanted < 1:
         raise UserError(
@@ -173,34 +178,30 @@ def split_rows(recipe: Recipe):
             f"{recipe.training.eval_strategy}) needs at least 1 held-out prompt; or set "
             "eval_strategy: no"
         )
-    whole = dataclasses.replace(script, max_train_samples=None)
-    own_split = script.dataset_test_split != script.dataset_train_split
-    if own_split and not data.is_local(script.dataset_name):
-        rows = data.load_training_rows(script, task_args, task)
+    if found.held is None:  # the dataset's own test split
+        whole = dataclasses.replace(script, max_train_samples=None)
         held = data.load_training_rows(whole, task_args, task, script.dataset_test_split)
         held = held.select(range(min(wanted, len(held))))
         where = f"{script.dataset_name}[{script.dataset_test_split}]"
-        return rows, held, {"from": where, "held_out_of_training_data": False}
-    rows = data.load_training_rows(whole, task_args, task)
-    if wanted >= len(rows):
+        source = {"from": where, "held_out_of_training_data": False}
+        return found.train, held, source, found.record()
+    if len(found.held) == 0:
         raise UserError(
-            f"eval_prompts is {wanted} but {script.dataset_name} has {len(rows)} rows: holding "
-            "them out for evaluation during training would leave nothing to train on; lower "
-            "eval_prompts, or set eval_strategy: no"
+            f"{script.dataset_name} has {found.total} row(s): none can be held out for "
+            "evaluation during training; add rows, or set eval_strategy: no"
         )
-    import random
-
-    chosen = set(random.Random(recipe.training.seed).sample(range(len(rows)), wanted))
-    rest = [i for i in range(len(rows)) if i not in chosen]
-    if script.max_train_samples is not None:
-        rest = rest[: script.max_train_samples]
+    chosen = list(range(min(wanted, len(found.held))))
+    if wanted > len(found.held):
+        logger.warning(
+            "eval_prompts is %d but %d rows are held out of %s: evaluating on those %d",
+            wanted, len(found.held), script.dataset_name, len(found.held),
+        )  # fmt: skip
     source = {
-        "from": f"{wanted} of the {len(rows)} rows of {script.dataset_name} (seed "
-        f"{recipe.training.seed}), not trained on",
+        "from": f"the first {len(chosen)} held-out rows of {found.source}",
         "held_out_of_training_data": True,
-        "rows": sorted(chosen),
+        "rows": [found.held_rows[i] for i in chosen],
     }
-    return rows.select(rest), rows.select(sorted(chosen)), source
+    return found.train, found.held.select(chosen), source, found.record()
 
 
 def model_arguments(recipe: Recipe) -> dict:

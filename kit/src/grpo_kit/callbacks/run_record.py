@@ -2,11 +2,13 @@
 
 Everything needed to reproduce or compare a run: the resolved recipe (after command-line
 overrides), the command line, package versions, the dataset's source and fingerprint (a hash of
-the file for local data), row counts after filtering, the seed, the git revision (and whether the
-tree had uncommitted changes), the held-out prompts evaluated during training (when the recipe
-evaluates), timings, the final step and metrics, the health checks that fired (from
-`health.jsonl`: a NaN shows as `non_finite`), and how the run ended. NaN and infinite values are
-written as the strings "nan", "inf" and "-inf", so the file is strict JSON.
+the file for local data), the rows held out for `grpo evaluate` (`held_out`: the dataset's test
+split, or the rows of the data a hash of each problem held out; heldout.py), row counts after
+filtering, the seed, the git revision (and whether the tree had uncommitted changes), the
+held-out prompts evaluated during training (when the recipe evaluates), timings, the final step
+and metrics, the health checks that fired (from `health.jsonl`: a NaN shows as `non_finite`),
+and how the run ended. NaN and infinite values are written as the strings "nan", "inf" and
+"-inf", so the file is strict JSON.
 """
 
 from __future__ import annotations
@@ -113,8 +115,14 @@ class RunRecord:
             "git": git_revision(),
         }
 
-    def start(self, script_args, rows, stats, reward_settings: dict | None = None) -> None:
+    def start(
+        self, script_args, rows, stats, reward_settings: dict | None = None,
+        held_out: dict | None = None,
+    ) -> None:  # fmt: skip
+        """`held_out`: the rows evaluate scores, never trained on (heldout.Split.record)."""
         self.data["dataset"] = dataset_source(script_args, rows)
+        if held_out is not None:
+            self.data["held_out"] = held_out
         # What the rewards ran with, e.g. the code sandbox's isolation level and limits.
         self.data["reward_settings"] = {
             name: value.describe() if hasattr(value, "describe") else _plain(value)

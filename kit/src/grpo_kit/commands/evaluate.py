@@ -6,6 +6,7 @@ the trained one.
     make evaluate ARGS="--pass-k 4"                     # also sample 4 per prompt: pass@4
     make evaluate ARGS="--greedy"                       # greedy decoding for the metrics
     make evaluate ARGS="--smoke"                        # tiny model, sample data, offline
+    make evaluate ARGS="--all-rows"                     # every row, trained ones too: NOT held out
 
 The metric is the task's own (accuracy, test pass rate, schema validity and field F1, label
 accuracy), computed by the same reward functions training uses, on one completion per prompt;
@@ -21,6 +22,12 @@ rerun gives the same numbers on the same machine. The report says whether the pr
 out (compared with the run record's training data, else the recipe's own). Writes
 `predictions.jsonl`, `report.md` (the before/after tables, naming the decoding) and
 `summary.json` to `--output-dir` (default: `<model>/eval`).
+
+The rows are held out by default (`grpo_kit.heldout`): the dataset's test split when it has one,
+else the rows of the data (a single file) that the warm-up, training, the filter and the
+preflight never see, chosen by a hash of each problem; evaluate says which, and the run record
+keeps it, so the report calls the same file's held-out rows held out when the run record says
+training held them out. `--all-rows` scores every row instead, training rows included.
 """
 
 from __future__ import annotations
@@ -71,6 +78,12 @@ def parse_args(argv: Sequence[str] | None, project: Project):
     parser.add_argument("--split", help="dataset split (default: the recipe's dataset_test_split)")
     parser.add_argument("--limit", type=int, default=100, help="prompts to use (default 100)")
     parser.add_argument(
+        "--all-rows",
+        action="store_true",
+        help="score every row of the data, training rows included: NOT held out (default: the "
+        "dataset's test split, or the rows of a single file held out of training)",
+    )
+    parser.add_argument(
         "--pass-k",
         type=int,
         default=1,
@@ -89,15 +102,17 @@ def parse_args(argv: Sequence[str] | None, project: Project):
     return args, overrides
 
 
-def evaluation_rows(recipe, split: str | None, limit: int, model: str | None = None):
-    """Held-out rows as chat prompts with the columns the metric rewards read, rendered with the
-    tokenizer of `model` (default: the recipe's)."""
-    from .. import data
+def evaluation_rows(
+    recipe, split: str | None, limit: int, model: str | None = None, all_rows: bool = False
+) -> tuple[list[dict], str]:
+    """(held-out rows as chat prompts with the columns the metric rewards read, rendered with
+    the tokenizer of `model` (default: the recipe's), where they come from): the first `limit`
+    of `heldout.evaluation_rows` (every row with `all_rows`)."""
+    from .. import data, heldout
     from ..tokenizer import load_tokenizer
 
     script_args, task_args, task = recipe.script, recipe.task, recipe.project.task
-    split = split or script_args.dataset_test_split
-    rows = data.load_training_rows(script_args, task_args, task, split)
+    rows, rows_from = heldout.evaluation_rows(script_args, task_args, task, split, all_rows)
     rows = rows.select(range(min(limit, len(rows))))
     name = model or recipe.model.model_name_or_path
     revision = recipe.model.model_revision if name == recipe.model.model_name_or_path else None
@@ -105,16 +120,22 @@ def evaluation_rows(recipe, split: str | None, limit: int, model: str | None = N
     tokenizer = load_tokenizer(source, recipe.training.trust_remote_code)
     kwargs = recipe.training.chat_template_kwargs
     rows, _ = data.prepare(rows, tokenizer, script_args, task_args, task, kwargs)
-    return [dict(row) for row in rows]
+    return [dict(row) for row in rows], rows_from
 
 
 def held_out(
-    recipe, split: str | None, trained: Path, training_data: tuple[str, str] | None = None
+    recipe,
+    split: str | None,
+    trained: Path,
+    training_data: tuple[str, str] | None = None,
+    all_rows: bool = False,
 ) -> bool:
-    """Whether the evaluation data differs from what the model trained on: the run record's
-    data (in `trained`, or the run folder above a checkpoint-N or merged folder), else
+    """Whether the evaluated rows are none the model trained on: other data than the run
+    record's (in `trained`, or the run folder above a checkpoint-N or merged folder), else than
     `training_data` (the recipe's own (dataset_name, train split), before command-line
-    overrides), else the recipe's. A local file has no splits: all of it trained."""
+    overrides), else than the recipe's; or the same data's held-out rows, which the run record
+    says training held out (`held_out`, heldout.py: a run of an older kit trained on them).
+    `all_rows`: every row of the same data is evaluated, the trained ones too."""
     from ..data import is_local
 
     record = run_record_of(trained) or {}
@@ -125,7 +146,9 @@ def held_out(
     data, split = recipe.script.dataset_name, split or recipe.script.dataset_test_split
     if data != train_data:
         return True
-    return not is_local(data) and split != train_split
+    if not is_local(data) and split != train_split:
+        return True
+    return not all_rows and (record.get("held_out") or {}).get("by") == "hash"
 
 
 def base_model(args, recipe, trained: Path) -> tuple[str, str]:
@@ -277,7 +300,8 @@ def report_table(results: dict[str, dict], rows: int, args) -> str:
             cells.append(f"{values[1] - values[0]:+.3f}" if both else "n/a")
         label = metric if metric.startswith("pass@") else f"{metric} ({how})"
         lines.append("| " + " | ".join([label, *cells]) + " |")
-    notes = [f"{rows} held-out prompts"]
+    rows_from = getattr(args, "rows_from", "")
+    notes = [f"{rows} held-out prompts" + (f" from {rows_from}" if rows_from else "")]
     if not args.held_out:
         notes = [
             f"{rows} prompts of the TRAINING data (not held out: pass held-out data with "
@@ -385,7 +409,7 @@ def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
             f"no run record in {trained} or its run folder: compared with the recipe's "
             f"training data, {own[0]}"
         )
-    args.held_out = held_out(recipe, args.split, trained, own)
+    args.held_out = held_out(recipe, args.split, trained, own, args.all_rows)
     if not args.held_out:
         logger.warning(
             "evaluating on the data the model trained on (%s): the scores are not held out; "
@@ -393,7 +417,10 @@ def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
             recipe.script.dataset_name,
         )
     configure_cpu_threads()
-    rows = evaluation_rows(recipe, args.split, args.limit, models.get("base", str(trained)))
+    base = models.get("base", str(trained))
+    rows, args.rows_from = evaluation_rows(recipe, args.split, args.limit, base, args.all_rows)
+    held = "held-out " if args.held_out else ""
+    print(f"evaluating on {len(rows)} {held}rows from {args.rows_from}", flush=True)
     results, predictions = {}, []
     for name, path in models.items():
         logger.info("evaluating %s (%s) on %d prompts", name, path, len(rows))
@@ -414,6 +441,7 @@ def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
     )
     (out / "report.md").write_text(f"{title}\n\n{table}", encoding="utf-8")
     summary = {"models": models, "prompts": len(rows), "held_out": args.held_out,
+               "rows_from": args.rows_from,
                "decoding": decoding_note(args.decoding, args.seed, project),
                "metrics": results, "format": formats}  # fmt: skip
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

@@ -264,14 +264,18 @@ def _tokenizer(name: str):
 # --- the data -----------------------------------------------------------------------------------
 
 
-def export_rows(recipe, split: str, cap: bool) -> list[dict]:
-    """The split as training reads it (checked; chat prompts, gold answer, the task's columns),
-    as plain dicts. `cap`: only the first max_train_samples, as training does."""
-    from .. import data
+def export_rows(recipe, held: bool) -> list[dict]:
+    """Rows as training reads them (checked; chat prompts, gold answer, the task's columns), as
+    plain dicts: the training rows (cut to max_train_samples, as training does), or `held`: the
+    rows `grpo evaluate` scores (heldout.py: the dataset's test split, or the rows held out of a
+    single file), which the training rows never hold."""
+    from .. import data, heldout
 
-    script = recipe.script if cap else dataclasses.replace(recipe.script, max_train_samples=None)
-    task = recipe.project.task
-    rows = data.load_training_rows(script, recipe.task, task, split)
+    script, task = recipe.script, recipe.project.task
+    if held:
+        rows, _ = heldout.evaluation_rows(script, recipe.task, task)
+    else:
+        rows = heldout.training_rows(script, recipe.task, task)
     return data.to_conversations(rows, script, recipe.task, task).to_list()
 
 
@@ -907,11 +911,10 @@ def export(argv: Sequence[str] | None = None) -> Path:
     files = DATA_FILES[engine]
     script = recipe.script
     splits = (script.dataset_train_split, script.dataset_test_split)
-    train = export_rows(recipe, splits[0], cap=True)
+    train = export_rows(recipe, held=False)
     if engine == "openrlhf":  # the rows max_steps reads, repeated over episodes if fewer
         train = train[: openrlhf_rows(numbers(recipe))]
-    test = export_rows(recipe, splits[1], cap=False)  # a Hub dataset without it: one clear error
-    same = splits[0] == splits[1] or _local(script.dataset_name)
+    test = export_rows(recipe, held=True)  # a Hub dataset without its test split: one clear error
     make = ROW_FORMATS[engine]
     formatted = [
         [make(row, i, split, script.dataset_name, task.name) for i, row in enumerate(rows)]
@@ -938,21 +941,9 @@ def export(argv: Sequence[str] | None = None) -> Path:
         f"({ENTRY_POINTS[engine]}: {', '.join(values['reward_funcs'])}); launch example "
         f"{out / LAUNCH_FILE}"
     )
-    if same:
-        print(
-            f"note: {files[1]} holds the training rows (a local data file has one split, or the "
-            "recipe's test split is its train split): point the engine's validation at your "
-            "held-out data (verl: data.val_files; OpenRLHF: --eval.dataset)"
-        )
     for note in not_mapped(recipe, engine):
         print(f"not mapped: {note}")
     return out
-
-
-def _local(name: str) -> bool:
-    from ..rows import is_local
-
-    return is_local(name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

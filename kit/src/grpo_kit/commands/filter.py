@@ -21,7 +21,8 @@ with the task's correctness reward (its first metric); a completion passes at th
 reward's range. It writes to `--output-dir` (default `outputs/filter`, `outputs/smoke/filter` with
 `--smoke`):
 
-- `pass_rates.jsonl`: one line per prompt: its row in the data, pass rate, mean score, kept;
+- `pass_rates.jsonl`: one line per prompt: its row among the training rows (evaluate's held-out
+  rows left out), pass rate, mean score, kept;
 - `pass_rates.png`: the histogram of pass rates, with the band kept;
 - `train_filtered.jsonl`: the rows whose pass rate is in [--min, --max], with their original
   columns, so the recipe's column mapping reads it as it is;
@@ -58,7 +59,7 @@ ROW = "_filter_row"  # the data row a prepared prompt came from (removed before 
 
 @dataclass(frozen=True)
 class PassRate:
-    row: int  # index in the training data (after max_train_samples)
+    row: int  # index in the training rows (evaluate's held out; after max_train_samples)
     pass_rate: float  # share of the k completions at the top of the correctness reward's range
     mean_score: float | None  # mean correctness score (None: the reward did not apply)
     kept: bool
@@ -136,10 +137,10 @@ def correctness_reward(task, settings: dict):
 
 def training_prompts(recipe, tokenizer, limit: int | None):
     """(the data rows, the prompts as training builds them, the data row of each prompt)."""
-    from .. import data
+    from .. import data, heldout
 
     script_args, task_args, task = recipe.script, recipe.task, recipe.project.task
-    rows = data.load_training_rows(script_args, task_args, task)
+    rows = heldout.training_rows(script_args, task_args, task)  # never evaluate's rows
     if limit is not None:
         rows = rows.select(range(min(limit, len(rows))))
     rows = rows.add_column(ROW, list(range(len(rows))))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import itertools
 import logging
 import os
 import shutil
@@ -78,6 +79,20 @@ def steer_first_turns(trainer, example_calls: dict) -> None:
     model.generate = scripted_generate
 
 
+def alternate_environments(trainer) -> None:
+    """The training rows reordered so their environments take turns: the smoke run takes them in
+    order (the task's smoke layer sets shuffle_dataset: false) and its steps must each run
+    another environment, whatever order is left once evaluate's rows are held out (heldout.py)."""
+    rows = trainer.train_dataset
+    if rows is None or "environment" not in rows.column_names:
+        return
+    groups: dict[str, list[int]] = {}
+    for index, name in enumerate(rows["environment"]):
+        groups.setdefault(name, []).append(index)
+    turns = itertools.zip_longest(*groups.values())
+    trainer.train_dataset = rows.select([i for turn in turns for i in turn if i is not None])
+
+
 def tool_calls_per_environment(trainer) -> dict[str, tuple[int, int]]:
     """{environment: (calls executed, calls that failed)} over the run's environment instances
     (TRL keeps them in a pool per environment and reuses them across rollouts)."""
@@ -100,8 +115,8 @@ def check_tool_calls(trainer) -> None:
     if idle or not counts:
         raise UserError(
             f"smoke: no tool call ran in environment(s) {', '.join(idle) or 'any'}: the smoke "
-            "run scripts each rollout's first call (steer_first_turns) and takes the sample rows "
-            "in order, so check that data/sample_tools.jsonl alternates environments"
+            "run scripts each rollout's first call (steer_first_turns) and takes the training "
+            "rows with their environments in turn, so check that the data has rows of each"
         )
 
 
@@ -140,10 +155,14 @@ def pipeline(argv: Sequence[str] | None = None) -> list[str]:
     )
     task = project.task
     agent = task.environments is not None
-    steer = (
-        (lambda trainer: steer_first_turns(trainer, dict(task.example_calls))) if agent else None
+
+    def steer(trainer) -> None:
+        alternate_environments(trainer)
+        steer_first_turns(trainer, dict(task.example_calls))
+
+    trainer = training.run(
+        build_trainer, recipe_args, prepare=steer if agent else None, project=project
     )
-    trainer = training.run(build_trainer, recipe_args, prepare=steer, project=project)
     if agent:
         check_tool_calls(trainer)
     print("smoke 2/3: merge the adapter and check the merged model", flush=True)

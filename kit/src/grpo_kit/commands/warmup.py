@@ -146,7 +146,7 @@ def user_completions(path: Path, prompt_column: str) -> dict[str, str]:
 def examples(recipe, tokenizer, count: int, completions: Path | None = None) -> list[dict]:
     """SFT rows {prompt: the training prompt's messages, completion: [assistant message],
     chat_template_kwargs}: the first `count` training prompts with their completion."""
-    from .. import data
+    from .. import data, heldout
     from ..task import message_text
 
     script, task_args, task = recipe.script, recipe.task, recipe.project.task
@@ -155,7 +155,7 @@ def examples(recipe, tokenizer, count: int, completions: Path | None = None) -> 
             f"the {task.name} task's answers are tool-calling rollouts: the warm-up trains text "
             "completions; show a worked call in system_prompt instead"
         )
-    rows = data.load_training_rows(script, task_args, task)
+    rows = heldout.training_rows(script, task_args, task)  # never evaluate's rows
     kwargs = recipe.training.chat_template_kwargs or {}
     rows, _ = data.prepare(rows, tokenizer, script, task_args, task, kwargs)
     given = user_completions(completions, script.prompt_column) if completions else None
@@ -212,7 +212,7 @@ def sft_config(recipe, out: Path, args, batch_size: int):
 def warm_up(argv: Sequence[str] | None = None, *, stage: Layer | None = None, project=None) -> Path:
     """Train the warm-up and merge it; returns the merged folder GRPO starts from. `stage`: one
     more recipe layer (a stage's keys, commands/stages.py)."""
-    from .. import backends
+    from .. import backends, heldout
     from ..callbacks.entropy_floor import EntropyFloor
     from ..callbacks.run_record import RunRecord
     from ..generation import check_model, configure_cpu_threads
@@ -249,6 +249,8 @@ def warm_up(argv: Sequence[str] | None = None, *, stage: Layer | None = None, pr
         "completions": source, "batch_size": batch, "min_entropy": floor,
         "planned_steps": planned_steps(len(rows), batch, args.epochs),
     }  # fmt: skip
+    split = heldout.split_rows(recipe.script, recipe.task, project.task)
+    record.data["held_out"] = split.record()  # evaluate's rows: not among the examples
     logger.info(
         "warm-up: %d completions x %g epochs at batch %d (%d steps) on %s (lr %g, stops below "
         "entropy %g) -> %s",
