@@ -328,7 +328,7 @@ def test_evaluate_scores_the_held_out_problems(generated_project, tiny_model_dir
 
     recipe = _recipe(generated_project)
     with chdir(generated_project):
-        rows = evaluate.evaluation_rows(recipe, None, 20, str(tiny_model_dir))
+        rows, _ = evaluate.evaluation_rows(recipe, None, 20, str(tiny_model_dir))
         assert evaluate.held_out(recipe, None, tmp_path)
     held = [row["question"] for row in PROBLEMS.rows("test")[:20]]
     assert [row["question"] for row in rows] == held
