@@ -32,7 +32,7 @@ collect_ignore = ["data"]
 
 KIT = Path(grpo_kit.__file__).resolve().parent
 STARTERS = KIT / "starters"
-TASKS = ("math", "code", "json", "classification", "custom", "tools", "procedural")
+TASKS = ("math", "code", "json", "classification", "custom", "tools", "procedural", "judge")
 RECIPE = "configs/grpo.yaml"
 
 # A CPU recipe like the cpu tier's, small: LoRA on every linear layer, 2 steps of 4 completions.

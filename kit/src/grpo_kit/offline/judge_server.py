@@ -26,12 +26,25 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import UserError
+from ..rewards.judge import ENDPOINT_SETTINGS, is_judge
 
-__all__ = ["JudgeServerUnavailable", "LocalJudgeServer", "free_port", "serving_available"]
+__all__ = [
+    "EXTRA",
+    "JudgeServerUnavailable",
+    "LocalJudgeServer",
+    "free_port",
+    "local_judge_overrides",
+    "local_judge_rewards",
+    "serve_task_judges",
+    "serving_available",
+]
 
+EXTRA = "judge"  # grpo-kit's extra with what `transformers serve` needs (kit pyproject.toml)
 START_TIMEOUT_S = 180.0  # loading the model and answering a first request, on a busy CPU
 STOP_TIMEOUT_S = 10.0  # uvicorn finishes the requests in flight before it exits
 
@@ -49,7 +62,7 @@ def serving_available() -> str | None:
     if not is_serve_available():
         return (
             "`transformers serve` needs FastAPI and uvicorn, which are not installed: "
-            'pip install "grpo-kit[judge]"'
+            f'pip install "grpo-kit[{EXTRA}]"'
         )
     return None
 
@@ -171,3 +184,43 @@ class LocalJudgeServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def local_judge_rewards(task) -> list[str]:
+    """The task's judge rewards that read their server from the recipe (`ENDPOINT_SETTINGS`:
+    `judge_base_url` and `judge_model` among their settings), which an offline run points at a
+    local server."""
+    return [
+        r.name
+        for r in task.rewards
+        if is_judge(r.func) and set(ENDPOINT_SETTINGS[:2]) <= set(getattr(r.func, "settings", ()))
+    ]
+
+
+def local_judge_overrides(task, server: LocalJudgeServer) -> list[str]:
+    """The recipe overrides pointing the task's judge rewards at `server` (no API key)."""
+    taken = {name for r in task.rewards for name in getattr(r.func, "settings", ())}
+    base_url, model, key_env = ENDPOINT_SETTINGS
+    overrides = [f"--{base_url}", server.base_url, f"--{model}", server.model]
+    return overrides + ([f"--{key_env}", ""] if key_env in taken else [])
+
+
+@contextmanager
+def serve_task_judges(task, model_dir: Path | str, threads: int = 1) -> Iterator[list[str]]:
+    """For the length of the block, a `LocalJudgeServer` on `model_dir` (an offline run's own
+    model: the smoke run's tiny random one) when the task has judge rewards reading their
+    server from the recipe; yields the recipe overrides that point them at it
+    (`--judge_base_url ... --judge_model ...`), or [] (and starts nothing) for other tasks. A
+    server that cannot start raises `JudgeServerUnavailable` (an offline run of a judge task
+    needs it: `pip install "grpo-kit[judge]"`)."""
+    names = local_judge_rewards(task)
+    if not names:
+        yield []
+        return
+    with LocalJudgeServer(model_dir, threads=threads) as server:
+        print(
+            f"judge: {', '.join(names)} graded by a local `transformers serve` on {model_dir} "
+            f"({server.base_url})",
+            flush=True,
+        )
+        yield local_judge_overrides(task, server)
