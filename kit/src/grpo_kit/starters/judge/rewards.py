@@ -10,8 +10,8 @@ configs/local.yaml or on the command line), read when the reward is first called
 that fails (the server down, a reply that is not one `name: score` line per criterion, the
 batch's time budget spent) is None for that completion: the row does not count. The judge reads
 the answer block (`graded_text`), not the reasoning; a completion that addresses the grader (a
-fake score line, "ignore the rubric", a turn marker) scores 0 unasked. EDIT HERE: the rubric's criteria and
-weights, its graded examples, and the judge's options (workers, budget, ...).
+fake score line, "ignore the rubric", a turn marker) scores 0 unasked. EDIT HERE: the rubric's
+criteria and weights, its graded examples, and the judge's options (workers, budget, ...).
 """
 
 from __future__ import annotations
