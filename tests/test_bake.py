@@ -42,9 +42,10 @@ if TEMPLATE_IN_GIT:
     BASE_FILES.add(".cruft.json")
 TASK_FILES = {
     task: {f"data/sample_{task}.jsonl"}
-    for task in ("math", "code", "json", "classification", "custom", "tools", "procedural")
+    for task in ("math", "code", "json", "classification", "custom", "tools", "procedural", "judge")
 }
 TASK_FILES["tools"] |= {"data/sample_corpus.jsonl"}
+TASK_FILES["judge"] |= {"data/labelled_judge.jsonl"}
 # `${{ ... }}` is GitHub Actions syntax (the workflow escapes it with {% raw %}), not a leftover.
 LEFTOVER = re.compile(r"(?<!\$)\{\{|\{%|\{#|(?<![.\w])cookiecutter\.(?!json)")
 
