@@ -1,7 +1,7 @@
 """The judge starter (a rubric judge reward beside the format and length rewards): its rewards'
 golden cases, its labelled set (make reward-debug's agreement), and, against a real local
-`transformers serve` on the tiny offline model (never a mock), its checks and its smoke run
-with the judge's metrics logged. The tiny random model's replies are noise (parse errors):
+`transformers serve` on a tiny random judge (never a mock), its checks and its smoke run
+with the judge's metrics logged. The tiny judge's replies are noise (parse errors):
 these prove the plumbing; tests/test_judge_server.py measures a real small judge."""
 
 from __future__ import annotations
@@ -122,10 +122,15 @@ def test_a_judge_correctness_reward_is_not_asked_about_golds(tmp_path):
 
 @pytest.mark.judge
 def test_the_project_s_judge_answers_through_a_real_local_server(tmp_path):
+    """For a vision-language policy too (Qwen3.5, the default model): the offline judge is a
+    tiny text-only model of its own (`transformers serve` on the policy's tiny model, a
+    vision-language one, exited asking for an image processor)."""
     from grpo_kit.testing import ProjectChecks
 
     needs_server()
-    root = make_project(tmp_path / "p", "judge")
+    root = make_project(
+        tmp_path / "p", "judge", tiny_arch="qwen3_5", chat_template="qwen3_5_nothink"
+    )
     texts = ["<think>a</think><answer>Air scatters blue light.</answer>", "no tags", "x"]
     found = ProjectChecks(root).judged_locally(texts)
     scores, logged = found["rubric_grade"]

@@ -1,6 +1,6 @@
 """Your judge task on golden cases: what the judge reads of a completion, the format reward, the
 labelled completions `make reward-debug` measures agreement on, and the judge reward answering
-through a real local server (`transformers serve` on the tiny offline model, as `make smoke`
+through a real local server (`transformers serve` on a tiny random judge, as `make smoke`
 serves it; its replies are noise, so this checks the plumbing, not judgement). Change them
 with the task."""
 

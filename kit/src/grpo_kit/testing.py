@@ -222,24 +222,21 @@ class ProjectChecks:
     def judged_locally(self, completions: list[str]) -> dict[str, tuple[list, dict[str, float]]]:
         """The task's judge rewards (those reading their server from the recipe:
         `rewards.judge.ENDPOINT_SETTINGS`) scoring `completions` (one per data row, from the
-        first) through a real `transformers serve` on the tiny offline model, as `make smoke`
-        serves them, never a mock: {name: (scores, the metrics it logged)}. The tiny random
-        model's replies are noise (parse errors, rows None): this checks the plumbing and the
+        first) through a real `transformers serve` on a tiny random judge, as `make smoke`
+        serves them, never a mock: {name: (scores, the metrics it logged)}. The tiny judge's
+        replies are noise (parse errors, rows None): this checks the plumbing and the
         metrics, not judgement. Needs `grpo-kit[judge]`."""
         from .offline.judge_server import local_judge_rewards, serve_task_judges
         from .recipe import parse_recipe
         from .rewards import bind
-        from .training import ensure_offline_model
 
         argv = ["--config", str(self.root / self.recipe_file), "--smoke"]
         project, rows = self.project, self.rows[: len(completions)]
         names = local_judge_rewards(project.task)
 
         def score() -> dict:
-            recipe = parse_recipe(argv, read_only=True, project=project, offline_data=True)
-            ensure_offline_model(recipe)
             found = {}
-            with serve_task_judges(project.task, recipe.model.model_name_or_path) as served:
+            with serve_task_judges(project) as served:
                 served_recipe = parse_recipe(
                     [*argv, *served], read_only=True, project=project, offline_data=True
                 )

@@ -9,7 +9,7 @@ of the recipe stay as they are, so a smoke run exercises the same code path as t
 reads the shipped sample while the recipe names the task's default data, and your data (your
 columns, labels, schemas) once configs/local.yaml names your own.
 A task with judge rewards (`grpo_kit.rewards.judge`) is graded by a real `transformers serve`
-on the tiny model for the training step (`offline.judge_server.serve_task_judges`).
+on a tiny random judge for the training step (`offline.judge_server.serve_task_judges`).
 Each step runs the kit's own (training.build_trainer, merging.merge, answering.infer), or the
 script the project declares for it (`grpo eject`, `[tool.grpo.scripts]`).
 """
@@ -146,10 +146,10 @@ def pipeline(argv: Sequence[str] | None = None) -> list[str]:
     steer = (
         (lambda trainer: steer_first_turns(trainer, dict(task.example_calls))) if agent else None
     )
-    # A judge task's rewards are graded by a real local server on the tiny model (its replies
-    # are noise too: parse errors, rows None), never a mock; the overrides point them at it.
-    training.ensure_offline_model(recipe)
-    with judge_server.serve_task_judges(task, recipe.model.model_name_or_path) as judge_args:
+    # A judge task's rewards are graded by a real local server on a tiny random judge (its
+    # replies are noise too: parse errors, rows None), never a mock; the overrides point them
+    # at it.
+    with judge_server.serve_task_judges(project) as judge_args:
         trainer = training.run(
             build_trainer, [*recipe_args, *judge_args], prepare=steer, project=project
         )
