@@ -16,7 +16,7 @@ install-test: ## Install what the tests need: torch 2.13.0's CPU build first, th
 	$(PYTHON) -m pip install --retries 1 --timeout 15 --index-url $(TORCH_CPU_INDEX) "$(TORCH)" \
 	  || $(PYTHON) -m pip install "$(TORCH)"
 	$(PYTHON) -m pip install -r requirements-test.txt
-	$(PYTHON) -m pip install -e "./kit[tools,procedural]"
+	$(PYTHON) -m pip install -e "./kit[tools,procedural,judge]"
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq \
 	  && apt-get install -y -qq --no-install-recommends bubblewrap; } \
 	  || echo "install-test: no bubblewrap (apt-get install bubblewrap as root): the code sandbox uses unshare"

@@ -225,6 +225,8 @@ def _values(answers: Answers) -> dict:
         "model_id": plan.model.hub_id,
         "tool_grpo": tool_grpo(answers),
         "sample_data": plan.task.sample_data,
+        # make reward-debug's own arguments: the task's labelled completions, when it ships some
+        "reward_debug_args": (f"--completions {plan.task.labelled} " if plan.task.labelled else ""),
         "recipe_yaml": recipe.render(
             plan, answers.tracker, recipe_header(answers), answers.algorithm
         ),

@@ -27,7 +27,7 @@ ACCELERATE = (
     *tuning.DEEPSPEED_CONFIGS,
     "configs/accelerate/fsdp2.yaml",
 )
-TASKS = ("math", "code", "json", "classification", "custom", "tools", "procedural")
+TASKS = ("math", "code", "json", "classification", "custom", "tools", "procedural", "judge")
 
 # (question, answers that keep the files, files relative to the project root; {pkg} = package).
 VARIANTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
@@ -53,7 +53,8 @@ def starter_files(answers: Answers) -> dict[str, Path]:
     source = kit.STARTERS_DIR
     files = {f"src/{pkg}/{name}.py": source / task / f"{name}.py" for name in PACKAGE_FILES}
     sample = Path(answers.task.sample_data)
-    data = (sample.name, *SHARED_DATA, *TASK_DATA.get(task, ()))
+    labelled = (Path(answers.task.labelled).name,) if answers.task.labelled else ()
+    data = (sample.name, *SHARED_DATA, *TASK_DATA.get(task, ()), *labelled)
     files |= {f"data/{name}": source / "data" / name for name in data}
     return files
 

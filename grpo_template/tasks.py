@@ -39,6 +39,9 @@ class TaskSpec:
     # grpo-kit's extras the task needs (the project pins `grpo-kit[<extras>]==<version>`): the
     # packages live in the kit's pyproject.toml, once.
     kit_extras: tuple[str, ...] = ()
+    # Completions with reference scores written from the task's rubric, shipped in data/ beside
+    # the sample: `make reward-debug` scores them and reports each reward's agreement.
+    labelled: str = ""
     # Agent tasks: the cap on tool-calling turns per rollout (GRPOConfig's
     # max_tool_calling_iterations); 0 for single-turn tasks.
     tool_iterations: int = 0
@@ -224,8 +227,24 @@ PROCEDURAL = TaskSpec(
     kit_extras=(importlib.import_module("grpo_kit.procedural").EXTRA,),  # its home: the kit
 )
 
+JUDGE = TaskSpec(
+    name="judge",
+    label="Judge: answers no program can check, graded by a judge model against a rubric",
+    completion_tokens=256,
+    prompt_tokens=256,
+    dataset_note=(
+        "no Hub dataset: the recipe trains on `data/sample_judge.jsonl` (`question`, `answer`: "
+        "a reference explanation, the ideal completion). A judge model grades each answer "
+        "against `RUBRIC` in `src/<package>/rewards.py`; `data/labelled_judge.jsonl` holds "
+        "completions with the scores a reader gave them from the rubric."
+    ),
+    metric_note="`rubric_grade`, the judge's grade",
+    kit_extras=(importlib.import_module("grpo_kit.offline.judge_server").EXTRA,),
+    labelled="data/labelled_judge.jsonl",
+)
+
 TASKS: dict[str, TaskSpec] = {
-    t.name: t for t in (MATH, CODE, JSON, CLASSIFICATION, CUSTOM, TOOLS, PROCEDURAL)
+    t.name: t for t in (MATH, CODE, JSON, CLASSIFICATION, CUSTOM, TOOLS, PROCEDURAL, JUDGE)
 }
 DEFAULT_TASK = "math"
 

@@ -42,9 +42,10 @@ if TEMPLATE_IN_GIT:
     BASE_FILES.add(".cruft.json")
 TASK_FILES = {
     task: {f"data/sample_{task}.jsonl"}
-    for task in ("math", "code", "json", "classification", "custom", "tools", "procedural")
+    for task in ("math", "code", "json", "classification", "custom", "tools", "procedural", "judge")
 }
 TASK_FILES["tools"] |= {"data/sample_corpus.jsonl"}
+TASK_FILES["judge"] |= {"data/labelled_judge.jsonl"}
 # `${{ ... }}` is GitHub Actions syntax (the workflow escapes it with {% raw %}), not a leftover.
 LEFTOVER = re.compile(r"(?<!\$)\{\{|\{%|\{#|(?<![.\w])cookiecutter\.(?!json)")
 
@@ -141,7 +142,7 @@ def test_answers_are_recorded_for_regeneration(baked):
     project = next(iter(baked.values()))
     record = json.loads((project / ".cookiecutter.json").read_text(encoding="utf-8"))
     answers = record["cookiecutter"]
-    assert answers["task_type"] in ("math", "code", "json", "classification", "custom")
+    assert answers["task_type"] in tasks.TASKS
     assert answers["package_name"] == "matrix_project"
     assert "_output_dir" not in answers and "_repo_dir" not in answers
     if not TEMPLATE_IN_GIT:

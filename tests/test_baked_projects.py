@@ -13,7 +13,7 @@ from grpo_template import catalog
 
 pytestmark = pytest.mark.slow
 
-TASKS = ("math", "code", "json", "classification", "custom", "tools", "procedural")
+TASKS = ("math", "code", "json", "classification", "custom", "tools", "procedural", "judge")
 CUSTOM_MODEL = {
     "model": "custom",
     "custom_model_id": "mistralai/Mistral-7B-Instruct-v0.3",
@@ -29,7 +29,10 @@ GRID = {
     "code-24GB": {"task_type": "code", "model": "meta-llama/Llama-3.2-1B-Instruct"},
     "json-24GB": {"task_type": "json", "model": "google/gemma-3-1b-it"},  # folds the system prompt
     "classification-24GB": {"task_type": "classification", "model": "HuggingFaceTB/SmolLM3-3B"},
-    "custom-24GB": {"task_type": "custom", "model": "microsoft/Phi-4-mini-instruct"},
+    # The custom task's cell is the judge task's (no new cell; the judge starter is the custom
+    # one with a judge reward, and the kit's suite runs the custom starter's checks and smoke):
+    # its tests and smoke start a real `transformers serve` on the tiny model.
+    "judge-24GB": {"task_type": "judge", "model": "microsoft/Phi-4-mini-instruct"},
     # Qwen3.5-2B's tools plan does not fit the cpu tier (its linear attention's fallback kernels
     # on the CPU): the family's 0.8B does.
     "tools-cpu": {

@@ -14,7 +14,7 @@ from conftest import ROOT
 from grpo_kit.api import PUBLIC_MODULES
 from grpo_kit.imports import cycles, import_graph, names_used
 
-TASKS = ("math", "code", "json", "classification", "custom", "tools", "procedural")
+TASKS = ("math", "code", "json", "classification", "custom", "tools", "procedural", "judge")
 
 BARE_BAKE = """
 import sys
@@ -30,7 +30,7 @@ class Absent:
 sys.meta_path.insert(0, Absent())
 from cookiecutter.main import cookiecutter
 
-for task in ("math", "code", "json", "classification", "custom", "tools", "procedural"):
+for task in ("math", "code", "json", "classification", "custom", "tools", "procedural", "judge"):
     cookiecutter(sys.argv[1], no_input=True, output_dir=sys.argv[2] + "/" + task,
                  extra_context={"task_type": task})
 print("baked")

@@ -32,7 +32,12 @@ collect_ignore = ["data"]
 
 KIT = Path(grpo_kit.__file__).resolve().parent
 STARTERS = KIT / "starters"
-TASKS = ("math", "code", "json", "classification", "custom", "tools", "procedural")
+TASKS = ("math", "code", "json", "classification", "custom", "tools", "procedural", "judge")
+# The tasks whose correctness is a program's verdict: the judge task's is a model's opinion,
+# asked of a server (its guarantees: test_judge.py, test_judge_server.py; the starter's checks
+# and smoke against a real local server: test_judge_starter.py), so the tests that train the
+# tiny model and assert what its correctness reward makes of it leave it out.
+VERIFIED_TASKS = tuple(task for task in TASKS if task != "judge")
 RECIPE = "configs/grpo.yaml"
 
 # A CPU recipe like the cpu tier's, small: LoRA on every linear layer, 2 steps of 4 completions.

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import RECIPE, TASKS, chdir, load, sample_recipe, smoke_train
+from conftest import RECIPE, VERIFIED_TASKS, chdir, load, sample_recipe, smoke_train
 from grpo_kit.commands import filter as difficulty
 from grpo_kit.errors import UserError
 from grpo_kit.heldout import held_out_indices
@@ -54,7 +54,7 @@ def tiny_models(projects, tmp_path_factory):
     return get
 
 
-@pytest.fixture(params=TASKS)
+@pytest.fixture(params=VERIFIED_TASKS)
 def filtering(request, tiny_models, tmp_path_factory, monkeypatch):
     """(the task's tiny model, {chat prompt: its ideal completion} for the sample data), run
     from the task's project. The prompts are built as the filter builds them from the recipe

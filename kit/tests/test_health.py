@@ -6,7 +6,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from conftest import RECIPE, TASKS, chdir, load, sample_recipe, smoke_train
+from conftest import RECIPE, VERIFIED_TASKS, chdir, load, sample_recipe, smoke_train
 from grpo_kit.callbacks.health import (
     HEALTH_LOG,
     TOOL_CALLS,
@@ -363,7 +363,7 @@ def task_models(projects, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("task", VERIFIED_TASKS)
 def test_a_run_whose_correctness_never_varies_warns_though_format_varies(
     task, projects, task_models, tmp_path, monkeypatch
 ):

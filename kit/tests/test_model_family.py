@@ -287,6 +287,8 @@ def test_ideal_completions_through_the_template_get_full_reward(family, task, ca
             pairs.append((index, emitted(tokenizer, row["prompt"], ideal, kwargs)))
         scored = reward_debug.score(recipe, sample_rows, pairs)
     for scores in scored:
+        if scores.judged:  # a judge model's opinion (no server here): held to no top
+            continue
         below = [
             (str(pairs[i][1])[:200], value)
             for i, value in enumerate(scores.values)

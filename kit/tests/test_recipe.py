@@ -92,6 +92,8 @@ TASK_KEYS = {
     "classification": "labels: [World, Sports, Business, Sci/Tech]\n",
     "custom": "",
     "procedural": "",
+    "judge": "judge_base_url: http://localhost:8000/v1\njudge_model: Qwen/Qwen2.5-7B-Instruct\n"
+    "judge_api_key_env: ''\n",
     "tools": TOOLS_RECIPE + "sandbox_workers: 2\ncorpus: data/sample_corpus.jsonl\n"
     "search_results: 3\ntool_output_chars: 600\nenvironment_column: environment\n"
     "default_environment: python\ntool_call_cost: 0.1\nfree_tool_calls: 2\n",

@@ -369,11 +369,16 @@ def _gold_excerpt(gold: object, limit: int = 60) -> str:
 def unreadable_golds(conversations, recipe) -> UnreadableGolds | None:
     """The rows (of `to_conversations` rows) whose gold answer the task cannot read: its
     correctness reward, called as GRPOTrainer calls it on an empty completion, does not apply
-    (None) to them, whatever the completion. None when the task has no correctness reward."""
+    (None) to them, whatever the completion. None when the task has no correctness reward, or
+    when it is a judge model's (`rewards.judge.is_judge`: it reads no gold, and a None from it
+    is a failed request, not a gold; asking it would send a request per row)."""
     from . import rewards
+    from .rewards.judge import is_judge
 
     task = recipe.project.task
     if task.correctness is None or len(conversations) == 0:
+        return None
+    if is_judge(task.reward_table[task.correctness]):
         return None
     [func] = rewards.resolve([task.correctness], task.reward_table, recipe.reward_settings())
     rows = [conversations[i] for i in range(len(conversations))]

@@ -219,6 +219,41 @@ class ProjectChecks:
                     whole = best_time(func, completion, row)
                     assert whole < 8 * quarter + 0.02, (name, shape, quarter, whole)
 
+    def judged_locally(self, completions: list[str]) -> dict[str, tuple[list, dict[str, float]]]:
+        """The task's judge rewards (those reading their server from the recipe:
+        `rewards.judge.ENDPOINT_SETTINGS`) scoring `completions` (one per data row, from the
+        first) through a real `transformers serve` on a tiny random judge, as `make smoke`
+        serves them, never a mock: {name: (scores, the metrics it logged)}. The tiny judge's
+        replies are noise (parse errors, rows None): this checks the plumbing and the
+        metrics, not judgement. Needs `grpo-kit[judge]`."""
+        from .offline.judge_server import local_judge_rewards, serve_task_judges
+        from .recipe import parse_recipe
+        from .rewards import bind
+
+        argv = ["--config", str(self.root / self.recipe_file), "--smoke"]
+        project, rows = self.project, self.rows[: len(completions)]
+        names = local_judge_rewards(project.task)
+
+        def score() -> dict:
+            found = {}
+            with serve_task_judges(project) as served:
+                served_recipe = parse_recipe(
+                    [*argv, *served], read_only=True, project=project, offline_data=True
+                )
+                settings = served_recipe.reward_settings()
+                for name in names:
+                    func = bind(project.task.reward_table[name], settings)
+                    logged: dict[str, float] = {}
+                    scores = func(
+                        prompts=[row.get("prompt", []) for row in rows],
+                        completions=[[{"role": "assistant", "content": c}] for c in completions],
+                        log_metric=logged.__setitem__,
+                    )
+                    found[name] = (scores, logged)
+            return found
+
+        return _in(self.root, score)
+
     def smoke(self, output_dir: Path, *overrides: str) -> list:
         """The offline pipeline (grpo smoke): train 2 steps -> merge -> infer on the tiny model,
         into `output_dir`; returns the answers."""

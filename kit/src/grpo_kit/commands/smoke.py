@@ -8,6 +8,8 @@ without downloads (`SMOKE_OVERRIDES` in recipe.py): the task, prompts, rewards a
 of the recipe stay as they are, so a smoke run exercises the same code path as the real one. It
 reads the shipped sample while the recipe names the task's default data, and your data (your
 columns, labels, schemas) once configs/local.yaml names your own.
+A task with judge rewards (`grpo_kit.rewards.judge`) is graded by a real `transformers serve`
+on a tiny random judge for the training step (`offline.judge_server.serve_task_judges`).
 Each step runs the kit's own (training.build_trainer, merging.merge, answering.infer), or the
 script the project declares for it (`grpo eject`, `[tool.grpo.scripts]`).
 """
@@ -129,6 +131,7 @@ def pipeline(argv: Sequence[str] | None = None) -> list[str]:
     """Train -> merge -> infer on the tiny model, with the kit's own steps or the project's
     declared scripts; returns the generated answers."""
     from .. import answering, merging, training
+    from ..offline import judge_server
 
     project = load_project()
     build_trainer = project.function("train", training.build_trainer)
@@ -160,9 +163,16 @@ def pipeline(argv: Sequence[str] | None = None) -> list[str]:
         alternate_environments(trainer)
         steer_first_turns(trainer, dict(task.example_calls))
 
-    trainer = training.run(
-        build_trainer, recipe_args, prepare=steer if agent else None, project=project
-    )
+    # A judge task's rewards are graded by a real local server on a tiny random judge (its
+    # replies are noise too: parse errors, rows None), never a mock; the overrides point them
+    # at it.
+    with judge_server.serve_task_judges(project) as judge_args:
+        trainer = training.run(
+            build_trainer,
+            [*recipe_args, *judge_args],
+            prepare=steer if agent else None,
+            project=project,
+        )
     if agent:
         check_tool_calls(trainer)
     print("smoke 2/3: merge the adapter and check the merged model", flush=True)

@@ -26,12 +26,31 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import UserError
+from ..rewards.judge import ENDPOINT_SETTINGS, is_judge
 
-__all__ = ["JudgeServerUnavailable", "LocalJudgeServer", "free_port", "serving_available"]
+__all__ = [
+    "EXTRA",
+    "JudgeServerUnavailable",
+    "LocalJudgeServer",
+    "free_port",
+    "ensure_tiny_judge",
+    "local_judge_overrides",
+    "local_judge_rewards",
+    "serve_task_judges",
+    "serving_available",
+]
 
+EXTRA = "judge"  # grpo-kit's extra with what `transformers serve` needs (kit pyproject.toml)
+# The judge an offline run serves: a tiny random text-only chat model (its own: the policy's
+# tiny model may be a vision-language one, which `transformers serve` loads with an image
+# processor it does not have), built once per project in TINY_JUDGE_DIR.
+TINY_JUDGE_DIR = Path("outputs/tiny-judge")
+TINY_JUDGE_ARCH, TINY_JUDGE_TEMPLATE = "qwen2", "qwen2_5"
 START_TIMEOUT_S = 180.0  # loading the model and answering a first request, on a busy CPU
 STOP_TIMEOUT_S = 10.0  # uvicorn finishes the requests in flight before it exits
 
@@ -49,7 +68,7 @@ def serving_available() -> str | None:
     if not is_serve_available():
         return (
             "`transformers serve` needs FastAPI and uvicorn, which are not installed: "
-            'pip install "grpo-kit[judge]"'
+            f'pip install "grpo-kit[{EXTRA}]"'
         )
     return None
 
@@ -171,3 +190,71 @@ class LocalJudgeServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def local_judge_rewards(task) -> list[str]:
+    """The task's judge rewards that read their server from the recipe (`ENDPOINT_SETTINGS`:
+    `judge_base_url` and `judge_model` among their settings), which an offline run points at a
+    local server."""
+    return [
+        r.name
+        for r in task.rewards
+        if is_judge(r.func) and set(ENDPOINT_SETTINGS[:2]) <= set(getattr(r.func, "settings", ()))
+    ]
+
+
+def local_judge_overrides(task, server: LocalJudgeServer) -> list[str]:
+    """The recipe overrides pointing the task's judge rewards at `server` (no API key)."""
+    taken = {name for r in task.rewards for name in getattr(r.func, "settings", ())}
+    base_url, model, key_env = ENDPOINT_SETTINGS
+    overrides = [f"--{base_url}", server.base_url, f"--{model}", server.model]
+    return overrides + ([f"--{key_env}", ""] if key_env in taken else [])
+
+
+def ensure_tiny_judge(project) -> Path:
+    """The project's tiny offline judge (TINY_JUDGE_DIR under its root), built on first use
+    (a few seconds; under a lock, into a private folder renamed into place, as the tiny model
+    is), its tokenizer trained on the task's sample."""
+    import shutil
+
+    from filelock import FileLock
+
+    from .tiny_model import build_tiny_model
+
+    folder = project.root / TINY_JUDGE_DIR
+    if (folder / "config.json").is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder) + ".lock"):
+        if not (folder / "config.json").is_file():
+            building = folder.with_name(f"{folder.name}.building-{os.getpid()}")
+            shutil.rmtree(building, ignore_errors=True)
+            sample = project.root / project.task.data.sample
+            build_tiny_model(building, TINY_JUDGE_ARCH, TINY_JUDGE_TEMPLATE, sample)
+            building.rename(folder)
+    return folder
+
+
+@contextmanager
+def serve_task_judges(
+    project, model_dir: Path | str | None = None, threads: int = 1
+) -> Iterator[list[str]]:
+    """For the length of the block, a `LocalJudgeServer` on `model_dir` (default: the
+    project's tiny offline judge, `ensure_tiny_judge`) when the project's task has judge
+    rewards reading their server from the recipe; yields the recipe overrides that point them
+    at it (`--judge_base_url ... --judge_model ...`), or [] (and starts and builds nothing) for
+    other tasks. A server that cannot start raises `JudgeServerUnavailable` (an offline run of
+    a judge task needs it: `pip install "grpo-kit[judge]"`)."""
+    task = project.task
+    names = local_judge_rewards(task)
+    if not names:
+        yield []
+        return
+    model_dir = model_dir if model_dir is not None else ensure_tiny_judge(project)
+    with LocalJudgeServer(model_dir, threads=threads) as server:
+        print(
+            f"judge: {', '.join(names)} graded by a local `transformers serve` on {model_dir} "
+            f"({server.base_url})",
+            flush=True,
+        )
+        yield local_judge_overrides(task, server)

@@ -55,6 +55,7 @@ from ..errors import UserError
 from .base import RewardFunc, RewardRange, completion_text
 
 __all__ = [
+    "ENDPOINT_SETTINGS",
     "Criterion",
     "Endpoint",
     "Example",
@@ -78,6 +79,10 @@ logger = logging.getLogger(__name__)
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
 METRIC = "rewards/{name}/judge_{metric}"  # each JudgeMetrics field, logged on every call
+# The recipe fields (task arguments) a judge reward built from settings reads its server from
+# (its URL, model name, and the environment variable holding its key): offline runs (`grpo
+# smoke`, a project's tests) point the first two at a local server they start, with no key.
+ENDPOINT_SETTINGS = ("judge_base_url", "judge_model", "judge_api_key_env")
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})  # worth another try
 TRUNCATION_NOTE = (
     "(The {what} above was cut: its first {shown} of {total} characters are shown. "
@@ -750,7 +755,10 @@ def is_judge(func: Any) -> bool:
 
 
 def judge_reward(
-    judge: Judge | Callable[..., Judge], name: str = "judge", settings: tuple[str, ...] = ()
+    judge: Judge | Callable[..., Judge],
+    name: str = "judge",
+    settings: tuple[str, ...] = (),
+    graded: Callable[[str], str | None] | None = None,
 ) -> RewardFunc:
     """A TRL reward function (logged as `rewards/<name>/mean`) scoring each completion with
     `judge`, in [0, 1], or None where no judgement came back. On every call it logs the batch's
@@ -762,8 +770,15 @@ def judge_reward(
     project's rewards needs neither the server nor its key) with the recipe settings named in
     `settings` as keyword arguments: they are bound like any reward's settings
     (`rewards.resolve`, from the task's `reward_settings`), so the judge's URL and model can be
-    task arguments, set in configs/local.yaml or on the command line. A configuration error
-    while building it (a missing key) raises: training should not go on without its judge."""
+    task arguments, set in configs/local.yaml or on the command line (named as
+    `ENDPOINT_SETTINGS` says, offline runs point them at a local server). A
+    configuration error while building it (a missing key) raises: training should not go on
+    without its judge.
+
+    `graded`: what of the completion's text the judge reads (e.g. `verify.text.extract_answer`,
+    the `<answer>` block after the reasoning); a completion it returns None for has nothing to
+    grade and scores 0 without a request (counted in `judge_completions` and `judge_judged`).
+    Default: the whole completion."""
     built: dict[tuple, Judge] = {}
     lock = threading.Lock()
 
@@ -794,7 +809,10 @@ def judge_reward(
         completions = list(completions or [])
         prompts = list(prompts) if prompts is not None else [""] * len(completions)
         try:
-            scores, metrics = grader.score(prompts, completions)
+            if graded is None:
+                scores, metrics = grader.score(prompts, completions)
+            else:
+                scores, metrics = _score_parts(grader, graded, prompts, completions)
         except Exception as err:  # the reward must never crash training
             logger.warning("judge reward %s failed on its batch (%r): every row is None", name, err)
             return [None] * len(completions)
@@ -811,6 +829,20 @@ def judge_reward(
     reward_func.time_budget = None  # type: ignore[attr-defined]
     reward_func.judge = judge  # type: ignore[attr-defined]
     return reward_func
+
+
+def _score_parts(grader: Judge, graded: Callable, prompts: list, completions: list):
+    """`grader.score` on the part of each completion `graded` picks; 0 unasked where none."""
+    parts = [graded(completion_text(c)) for c in completions]
+    asked = [i for i, part in enumerate(parts) if part is not None]
+    found, metrics = grader.score([prompts[i] for i in asked], [parts[i] for i in asked])
+    scores: list[float | None] = [0.0] * len(completions)
+    for i, score in zip(asked, found, strict=True):
+        scores[i] = score
+    nothing = len(completions) - len(asked)
+    metrics.completions += nothing
+    metrics.judged += nothing
+    return scores, metrics
 
 
 # --- agreement with reference scores -----------------------------------------------------------

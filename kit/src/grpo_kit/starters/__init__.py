@@ -51,6 +51,19 @@ SAMPLES: dict[str, tuple[str, str, str]] = {
         "basic_arithmetic and chain_sum, seed 42",
         "Apache-2.0 (reasoning-gym, whose generators wrote them)",
     ),
+    "sample_judge.jsonl": (
+        "20 questions asking for a short explanation of everyday science (`question`, "
+        "`answer`: a reference explanation)",
+        WRITTEN_HERE,
+        CC0,
+    ),
+    "labelled_judge.jsonl": (
+        "17 completions of 4 of the judge sample's questions, good, wrong, partial and hostile, "
+        "with the reference scores written from the judge task's rubric (`completion`, `row`, "
+        "`reference`): make reward-debug's agreement",
+        WRITTEN_HERE,
+        CC0,
+    ),
     "sample_corpus.jsonl": (
         "31 short documents about the fictional Orvandine Archipelago (`id`, `title`, `text`): "
         "the lookup tools' knowledge base",

@@ -9,6 +9,7 @@ import unicodedata
 __all__ = [
     "ANSWER_CLOSE",
     "ANSWER_OPEN",
+    "after_reasoning",
     "extract_answer",
     "normalise_label",
     "tail",
