@@ -52,8 +52,9 @@ A first-order model, good enough to pick a configuration that fits and to refuse
   activation is still saved (`logprob_head_bytes`); with Triton (CUDA) one tile over the completion
   tokens only, left out;
 * CUDA context plus 10% allocator fragmentation; on the CPU the process's runtime (Python, torch,
-  transformers, TRL, datasets, the kit: `CPU_RUNTIME_BYTES`) plus `CPU_ALLOCATOR_SHARE`, since
-  glibc keeps the freed activations and backward temporaries of a step in the process.
+  transformers, TRL, datasets, the kit: `CPU_RUNTIME_BYTES`) plus `CPU_ALLOCATOR_SHARE` of the
+  step's activations and tiles, since glibc keeps their freed memory and the backward's
+  temporaries in the process (10% of the weights and optimizer state, as on a GPU).
 
 The CPU terms were measured on SmolLM2-135M-Instruct, fp32, LoRA r16, transformers 5.24 / TRL
 1.16 / torch 2.13 (peak RSS; benchmarks/memory_peak.py prints the plan beside a real run).
@@ -75,10 +76,11 @@ FRAGMENTATION = 0.10
 # The CPU process (on_gpu False), measured: RSS after importing the kit, TRL, transformers, peft,
 # datasets and the task, before the weights load (0.51 GiB).
 CPU_RUNTIME_BYTES = 0.5 * GIB
-# What the CPU allocator holds beyond the live tensors at the peak, as a share of them: one
-# forward + backward of SmolLM2 (LoRA r16, fp32) peaked at 2.57 GiB for 460 tokens and 7.08 GiB
-# for 4 x 460, 1.32x and 1.39x the weights + saved activations + fused-head tiles.
-CPU_ALLOCATOR_SHARE = 0.35
+# What the CPU allocator holds beyond a step's live activations and fused-head tiles, as a share
+# of them (the weights and optimizer state, allocated once, take FRAGMENTATION): one forward +
+# backward of SmolLM2 (LoRA r16, fp32) peaked at 2.57 GiB for 460 tokens and 7.08 GiB for
+# 4 x 460, 1.45x and 1.40x the saved activations + tiles above the runtime and weights.
+CPU_ALLOCATOR_SHARE = 0.4
 # TRL 1.16's fused LM head (tests/test_memory.py checks these against the installed TRL):
 # tokens per tile (trl/kernels/chunked_logprob.py TOKEN_CHUNK_SIZE) and vocabulary per tile
 # (trl/trainer/utils.py _CHUNKED_LOGPROB_CHUNK_SIZE); its torch fallback's peak in fp32 tiles,
@@ -406,8 +408,11 @@ def estimate(model: ModelSpec, shape: TrainingShape) -> MemoryEstimate:
     )
     if shape.on_gpu:
         overhead = FRAGMENTATION * dynamic + CUDA_CONTEXT_BYTES
-    else:
-        overhead = CPU_ALLOCATOR_SHARE * dynamic + CPU_RUNTIME_BYTES
+    else:  # the step's churn (activations, tiles, temporaries) is what glibc holds on to
+        churn = max(activations + head, generation + gathered)
+        overhead = (
+            FRAGMENTATION * (dynamic - churn) + CPU_ALLOCATOR_SHARE * churn + CPU_RUNTIME_BYTES
+        )
     return MemoryEstimate(
         weights=weights,
         gradients=gradients,
