@@ -39,10 +39,12 @@ class TierPolicy:
 
 # The CPU trains one completion per micro-batch (gradient accumulation makes up the group, and
 # TRL still generates the whole group at once: steps_per_generation = gradient_accumulation_steps).
-# A larger micro-batch buys a CPU no speed, its cores being busy with one sequence's matrix
-# products, while the activations and TRL's fused log-prob tiles grow with it: SmolLM2-135M's
-# forward + backward on 460-token sequences took 14.5 s for one and 130 s for four on the shared
-# 2-core machine, peaking at 2.6 vs 7.1 GiB (memory.CPU_* figures).
+# The activations and TRL's fused log-prob tiles grow with the micro-batch: SmolLM2-135M's
+# forward + backward peaked at 2.6 GiB for one 460-token sequence and 7.1 GiB for four
+# (memory.CPU_* figures), and a real cpu-tier run at 2.7 vs 6.5 GiB (benchmarks/memory_peak.py).
+# A CPU step is mostly generation, which this leaves alone; the forward + backward of four
+# sequences took 35-42 s as one micro-batch and 46-95 s as four on the shared, loaded 2-core
+# machine (alternated runs; the load, not the batch, set the spread).
 CPU_MICRO_BATCH = 1
 POLICIES: dict[str, TierPolicy] = {
     "cpu": TierPolicy(4, 1, 0.5, 16, 0, max_micro_batch=CPU_MICRO_BATCH),
