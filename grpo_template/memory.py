@@ -45,7 +45,19 @@ A first-order model, good enough to pick a configuration that fits and to refuse
   - ZeRO-3 gathers the whole model on every process around generation: `transformers.generate`
     with TRL's default `ds3_gather_for_generation=True`, and, with LoRA, the weight sync to vLLM
     (TRL gathers every parameter at once to merge the adapter);
-* CUDA context plus 10% allocator fragmentation.
+* TRL's fused LM head on a device without Triton (the CPU): `trl.kernels.ChunkedLogProbFunction`
+  scores every position (prompt included) in tiles of up to `TRL_TOKEN_CHUNK` tokens x
+  `TRL_VOCAB_CHUNK` vocabulary entries in fp32, and its torch fallback (`_forward_tile`,
+  `_backward_tile`) holds about `CPU_LOGPROB_TILES` such tiles at once in the backward, while every
+  activation is still saved (`logprob_head_bytes`); with Triton (CUDA) one tile over the completion
+  tokens only, left out;
+* CUDA context plus 10% allocator fragmentation; on the CPU the process's runtime (Python, torch,
+  transformers, TRL, datasets, the kit: `CPU_RUNTIME_BYTES`) plus `CPU_ALLOCATOR_SHARE` of the
+  step's activations and tiles, since glibc keeps their freed memory and the backward's
+  temporaries in the process (10% of the weights and optimizer state, as on a GPU).
+
+The CPU terms were measured on SmolLM2-135M-Instruct, fp32, LoRA r16, transformers 5.24 / TRL
+1.16 / torch 2.13 (peak RSS; benchmarks/memory_peak.py prints the plan beside a real run).
 
 Generation and the backward pass do not overlap, so the peak takes the larger of the two.
 """
@@ -61,6 +73,22 @@ DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 NF4_BYTES_PER_PARAM = 4.5 / 8  # NF4 weights + absmax with double quantisation
 CUDA_CONTEXT_BYTES = 0.75 * GIB
 FRAGMENTATION = 0.10
+# The CPU process (on_gpu False), measured: RSS after importing the kit, TRL, transformers, peft,
+# datasets and the task, before the weights load (0.51 GiB).
+CPU_RUNTIME_BYTES = 0.5 * GIB
+# What the CPU allocator holds beyond a step's live activations and fused-head tiles, as a share
+# of them (the weights and optimizer state, allocated once, take FRAGMENTATION): one forward +
+# backward of SmolLM2 (LoRA r16, fp32) peaked at 2.57 GiB for 460 tokens and 7.08 GiB for
+# 4 x 460, 1.45x and 1.40x the saved activations + tiles above the runtime and weights.
+CPU_ALLOCATOR_SHARE = 0.4
+# TRL 1.16's fused LM head (tests/test_memory.py checks these against the installed TRL):
+# tokens per tile (trl/kernels/chunked_logprob.py TOKEN_CHUNK_SIZE) and vocabulary per tile
+# (trl/trainer/utils.py _CHUNKED_LOGPROB_CHUNK_SIZE); its torch fallback's peak in fp32 tiles,
+# measured on ChunkedLogProbFunction alone: ~4 in the forward, 9.4 (1840 tokens) to 12.7 (460
+# tokens) in the backward.
+TRL_TOKEN_CHUNK = 4096
+TRL_VOCAB_CHUNK = 32768
+CPU_LOGPROB_TILES = 10
 DEEPSPEED_MASTER_BYTES = 4  # fp32 copy of each trainable parameter under bf16/fp16 ZeRO
 DEEPSPEED_MOMENT_BYTES = 8  # Adam's two moments, fp32 (they live on the fp32 master partition)
 # The ZeRO settings of the project's configs/accelerate/zero{2,3}.json (tests/test_plans_deepspeed
@@ -147,6 +175,7 @@ class MemoryEstimate:
     # generation or the LoRA weight sync (generation phase only)
     deepspeed_buffers: float = 0.0  # DeepSpeed: reduce buckets (ZeRO-3: + prefetch, gathered
     # module while training)
+    logprob_head: float = 0.0  # the CPU: TRL's fused LM head tiles, beside the activations
 
     @property
     def peak(self) -> float:
@@ -157,7 +186,7 @@ class MemoryEstimate:
             + self.optimizer
             + self.master_weights
             + self.deepspeed_buffers
-            + max(self.activations, self.generation + self.gathered_weights)
+            + max(self.activations + self.logprob_head, self.generation + self.gathered_weights)
             + self.vllm
             + self.reference
             + self.overhead
@@ -185,8 +214,11 @@ class MemoryEstimate:
             parts.append(f"fp32 master weights {b['master_weights']:.1f}")
         if self.deepspeed_buffers:
             parts.append(f"DeepSpeed buffers {b['deepspeed_buffers']:.1f}")
+        training = f"activations {b['activations']:.1f}"
+        if self.logprob_head:
+            training += f" + log-prob tiles {b['logprob_head']:.1f}"
         parts += [
-            f"max(activations {b['activations']:.1f}, {generation})",
+            f"max({training}, {generation})",
             f"vLLM {b['vllm']:.1f}",
             f"reference {b['reference']:.1f}",
             f"overhead {b['overhead']:.1f}",
@@ -295,6 +327,21 @@ def activation_bytes(model: ModelSpec, shape: TrainingShape) -> float:
     return tokens * (per_token + logprob_buffers)
 
 
+def logprob_head_bytes(model: ModelSpec, shape: TrainingShape) -> float:
+    """TRL's fused LM head without Triton (the CPU): its fp32 tiles of up to TRL_TOKEN_CHUNK
+    positions (every position of the micro-batch, prompt included) x TRL_VOCAB_CHUNK vocabulary
+    entries, CPU_LOGPROB_TILES of them at the backward's peak. On a GPU TRL's Triton kernels keep
+    one tile of completion tokens (not counted)."""
+    if shape.on_gpu:
+        return 0.0
+    positions = min(TRL_TOKEN_CHUNK, shape.per_device_batch * tokens_per_sequence(shape))
+    return CPU_LOGPROB_TILES * positions * min(model.vocab, TRL_VOCAB_CHUNK) * 4
+
+
+def tokens_per_sequence(shape: TrainingShape) -> int:
+    return shape.prompt_tokens + shape.completion_tokens
+
+
 def fallback_bytes(model: ModelSpec, shape: TrainingShape) -> float:
     """What the hybrid layers' PyTorch fallback adds to the activations over the fast kernels
     (0 for a model without hybrid layers): the figure the recipe states."""
@@ -337,6 +384,7 @@ def estimate(model: ModelSpec, shape: TrainingShape) -> MemoryEstimate:
     gathered = gathered_weight_bytes(model, shape)
     buffers = deepspeed_buffer_bytes(model, shape)
     activations = activation_bytes(model, shape)
+    head = logprob_head_bytes(model, shape)
     generation = shape.shared_vllm_bytes
     if shape.vllm_reserved_bytes == 0 and not shape.generation_elsewhere and not generation:
         generation = kv_cache_bytes(
@@ -355,10 +403,16 @@ def estimate(model: ModelSpec, shape: TrainingShape) -> MemoryEstimate:
         + optimizer
         + master
         + buffers
-        + max(activations, generation + gathered)
+        + max(activations + head, generation + gathered)
         + reference
     )
-    overhead = FRAGMENTATION * dynamic + (CUDA_CONTEXT_BYTES if shape.on_gpu else 0.0)
+    if shape.on_gpu:
+        overhead = FRAGMENTATION * dynamic + CUDA_CONTEXT_BYTES
+    else:  # the step's churn (activations, tiles, temporaries) is what glibc holds on to
+        churn = max(activations + head, generation + gathered)
+        overhead = (
+            FRAGMENTATION * (dynamic - churn) + CPU_ALLOCATOR_SHARE * churn + CPU_RUNTIME_BYTES
+        )
     return MemoryEstimate(
         weights=weights,
         gradients=gradients,
@@ -372,6 +426,7 @@ def estimate(model: ModelSpec, shape: TrainingShape) -> MemoryEstimate:
         master_weights=master,
         gathered_weights=gathered,
         deepspeed_buffers=buffers,
+        logprob_head=head,
     )
 
 

@@ -34,10 +34,20 @@ class TierPolicy:
     length_scale: float  # multiplies the task's typical completion length
     lora_r: int
     full_max_params: float  # full fine-tuning is considered up to this size (0: never)
+    max_micro_batch: int | None = None  # the largest per_device_train_batch_size tried (None: any)
 
 
+# The CPU trains one completion per micro-batch (gradient accumulation makes up the group, and
+# TRL still generates the whole group at once: steps_per_generation = gradient_accumulation_steps).
+# The activations and TRL's fused log-prob tiles grow with the micro-batch: SmolLM2-135M's
+# forward + backward peaked at 2.6 GiB for one 460-token sequence and 7.1 GiB for four
+# (memory.CPU_* figures), and a real cpu-tier run at 2.7 vs 6.5 GiB (benchmarks/memory_peak.py).
+# A CPU step is mostly generation, which this leaves alone; the forward + backward of four
+# sequences took 35-42 s as one micro-batch and 46-95 s as four on the shared, loaded 2-core
+# machine (alternated runs; the load, not the batch, set the spread).
+CPU_MICRO_BATCH = 1
 POLICIES: dict[str, TierPolicy] = {
-    "cpu": TierPolicy(4, 1, 0.5, 16, 0),
+    "cpu": TierPolicy(4, 1, 0.5, 16, 0, max_micro_batch=CPU_MICRO_BATCH),
     "16GB": TierPolicy(4, 1, 1.0, 16, 0),
     "24GB": TierPolicy(8, 1, 1.0, 32, 0),
     "48GB": TierPolicy(8, 2, 1.5, 64, 2.0e9),
@@ -342,7 +352,7 @@ def _candidates(model, tier, task, policy, generations, completion, vllm_mode, b
                 continue
             weight_shards, state_shards = memory.shards(strategy, processes)
             optim = optimizer_for(mode, tier, state_shards > 1, backend)
-            for batch in _divisors(per_process):
+            for batch in _divisors(per_process, policy.max_micro_batch):
                 share = vllm_share(model, tier, per_process, tokens) if vllm_mode else 0.0
                 shared = 0.0
                 if vllm_mode == "fast_inference":
@@ -432,9 +442,10 @@ def _quality_levels(policy: TierPolicy, completion: int):
         )
 
 
-def _divisors(n: int) -> list[int]:
-    """Micro-batch sizes that divide the per-process generation batch, largest first."""
-    return [b for b in range(n, 0, -1) if n % b == 0]
+def _divisors(n: int, largest: int | None = None) -> list[int]:
+    """Micro-batch sizes that divide the per-process generation batch, largest first (up to
+    `largest` where the tier's policy caps it)."""
+    return [b for b in range(min(n, largest or n), 0, -1) if n % b == 0]
 
 
 def _refusal(model: ModelSpec, tier: Tier, task: TaskSpec, backend: str, smallest) -> str:

@@ -22,9 +22,13 @@ from grpo_template.derived import recipe_header
 NAMES = list(algorithms.ALGORITHMS)
 
 
-def answers_for(algorithm, backend="transformers", tier="24GB", task="math"):
+# The default model (Qwen3.5-2B) does not fit the cpu tier: its family's 0.8B does.
+CPU_MODEL = "Qwen/Qwen3.5-0.8B"
+
+
+def answers_for(algorithm, backend="transformers", tier="24GB", task="math", model=None):
     return Answers.from_context(
-        {**BASE, "model": catalog.DEFAULT_MODEL, "gpu_tier": tier, "task_type": task,
+        {**BASE, "model": model or catalog.DEFAULT_MODEL, "gpu_tier": tier, "task_type": task,
          "backend": backend, "tracker": "none", "algorithm": algorithm}
     )  # fmt: skip
 
@@ -163,7 +167,7 @@ def test_every_algorithm_trains_a_step_with_the_installed_trl(cookies_session, t
     paths = []
     for name in NAMES:
         path = tmp_path / f"{name}.yaml"
-        path.write_text(rendered(answers_for(name, tier="cpu")), encoding="utf-8")
+        path.write_text(rendered(answers_for(name, tier="cpu", model=CPU_MODEL)), encoding="utf-8")
         paths.append(str(path))
     result = run_in(project, sys.executable, "-c", TRAIN_EACH, *paths, timeout=900)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]

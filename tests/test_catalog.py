@@ -406,14 +406,14 @@ def test_sourced_shapes_reproduce_the_catalogs_counts(hub_id):
 
 
 def test_smollm2_is_a_cpu_tier_model():
-    """135M parameters: its CPU plan is a LoRA run a laptop trains (the whole plan under a
-    quarter of the tier's memory)."""
+    """135M parameters: its CPU plan is a LoRA run a laptop trains (the whole plan under 8 GB;
+    under a quarter of the tier's memory)."""
     from grpo_template import tasks, tiers, tuning
 
     spec = catalog.CATALOG["HuggingFaceTB/SmolLM2-135M-Instruct"]
     cpu = tiers.TIERS["cpu"]
     plan = tuning.plan(spec, cpu, tasks.TASKS[tasks.DEFAULT_TASK])
-    assert plan.mode == "lora" and plan.memory.peak < cpu.memory_bytes / 4
+    assert plan.mode == "lora" and plan.memory.peak < min(8e9, cpu.memory_bytes / 4)
     assert spec.chat_template == "smollm2" and not spec.gated
 
 

@@ -442,3 +442,69 @@ def test_qwen3_5_bf16_lora_needs_what_unsloths_guide_says(size, published_gb):
     assert e.peak_gib == pytest.approx(published_gb, rel=0.15), e.summary()
     fallback = estimate(model, dataclasses.replace(shape, fast_kernels=False))
     assert fallback.activations - e.activations == memory.fallback_bytes(model, shape) > 0
+
+
+SMOLLM2 = catalog.CATALOG["HuggingFaceTB/SmolLM2-135M-Instruct"]
+CPU_LORA = TrainingShape(
+    mode="lora", dtype="float32", optim="adamw_torch", per_device_batch=1, generation_batch=4,
+    prompt_tokens=204, completion_tokens=256, gradient_checkpointing=False, lora_r=16,
+    on_gpu=False,
+)  # fmt: skip
+
+
+def test_fused_log_prob_tiles_are_trls():
+    """The tile TRL's fused LM head works in: the installed TRL's own constants."""
+    from trl.kernels import chunked_logprob
+    from trl.trainer import utils
+
+    assert memory.TRL_TOKEN_CHUNK == chunked_logprob.TOKEN_CHUNK_SIZE
+    assert memory.TRL_VOCAB_CHUNK == utils._CHUNKED_LOGPROB_CHUNK_SIZE
+
+
+def test_cpu_log_prob_tiles_grow_with_the_micro_batch_up_to_one_token_chunk():
+    """Without Triton TRL scores every position of the micro-batch (prompt included) in fp32 tiles
+    of at most TRL_TOKEN_CHUNK positions x TRL_VOCAB_CHUNK vocabulary entries."""
+    tile = memory.TRL_VOCAB_CHUNK * 4  # bytes per position (SmolLM2's 49152 > one chunk)
+    one = memory.logprob_head_bytes(SMOLLM2, CPU_LORA)
+    assert one == memory.CPU_LOGPROB_TILES * 460 * tile
+    four = memory.logprob_head_bytes(SMOLLM2, dataclasses.replace(CPU_LORA, per_device_batch=4))
+    assert four == 4 * one
+    many = dataclasses.replace(CPU_LORA, per_device_batch=64)
+    assert memory.logprob_head_bytes(SMOLLM2, many) == (
+        memory.CPU_LOGPROB_TILES * memory.TRL_TOKEN_CHUNK * tile
+    )
+    small_vocab = dataclasses.replace(SMOLLM2, vocab=1000)
+    assert memory.logprob_head_bytes(small_vocab, CPU_LORA) == one * 1000 / memory.TRL_VOCAB_CHUNK
+    gpu = dataclasses.replace(CPU_LORA, on_gpu=True, dtype="bfloat16")
+    assert memory.logprob_head_bytes(SMOLLM2, gpu) == 0  # Triton: one tile, not counted
+
+
+def test_cpu_tiles_count_while_training_not_while_generating():
+    e = estimate(SMOLLM2, CPU_LORA)
+    assert e.logprob_head == memory.logprob_head_bytes(SMOLLM2, CPU_LORA) > 0
+    assert "log-prob tiles" in e.summary()
+    without = dataclasses.replace(e, logprob_head=0.0)
+    assert e.peak - without.peak == pytest.approx(e.logprob_head)
+    generating = dataclasses.replace(e, generation=100 * GIB)
+    assert generating.peak - dataclasses.replace(without, generation=100 * GIB).peak == 0
+
+
+def test_cpu_overhead_is_the_runtime_and_the_allocators_hold_not_a_cuda_context():
+    e = estimate(SMOLLM2, CPU_LORA)
+    churn = e.activations + e.logprob_head  # the step's, which glibc holds on to
+    held = e.weights + e.gradients + e.optimizer
+    cpu = memory.FRAGMENTATION * held + memory.CPU_ALLOCATOR_SHARE * churn
+    assert e.overhead == pytest.approx(cpu + memory.CPU_RUNTIME_BYTES)
+    gpu = estimate(SMOLLM2, dataclasses.replace(CPU_LORA, on_gpu=True, dtype="bfloat16"))
+    live = gpu.weights + gpu.gradients + gpu.optimizer + max(gpu.activations, gpu.generation)
+    assert gpu.overhead == pytest.approx(memory.FRAGMENTATION * live + memory.CUDA_CONTEXT_BYTES)
+
+
+@pytest.mark.parametrize(("batch", "measured_gib"), [(1, 2.57), (4, 7.08)])
+def test_smollm2_on_the_cpu_is_near_its_measured_peak(batch, measured_gib):
+    """Peak RSS of one forward + backward of SmolLM2-135M-Instruct (fp32, LoRA r16 on every
+    linear layer, TRL 1.16's fused LM head, AdamW step) on 460-token sequences, measured on the
+    CPU (torch 2.13, transformers 5.24). The plan before TRL's tiles and the CPU runtime were
+    counted said 1.2 and 3.0 GiB."""
+    shape = dataclasses.replace(CPU_LORA, per_device_batch=batch)
+    assert estimate(SMOLLM2, shape).peak_gib == pytest.approx(measured_gib, rel=0.1)

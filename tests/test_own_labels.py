@@ -18,7 +18,7 @@ def test_the_golden_cases_name_no_sample_label():
 
 def test_the_golden_cases_run_on_your_labels(cookies_session):
     project = bake_ok(cookies_session, task_type="classification", gpu_tier="cpu",
-                      project_slug="own-labels")  # fmt: skip
+                      model="Qwen/Qwen3.5-0.8B", project_slug="own-labels")  # fmt: skip
     rows = [
         {"text": "The cat purred.", "label": "Cats"},
         {"text": "A dog barked.", "label": "Dogs"},

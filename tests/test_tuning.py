@@ -277,3 +277,32 @@ def test_moe_fits_only_where_all_experts_do():
     assert not tuning._fits(moe, tiers.TIERS["48GB"], MATH, "transformers")
     plan = tuning.plan(moe, tiers.TIERS["80GB"], MATH)
     assert plan.memory.weights >= moe.expert_params * 2
+
+
+@pytest.mark.parametrize(
+    "hub_id", ["HuggingFaceTB/SmolLM2-135M-Instruct", "Qwen/Qwen2.5-0.5B-Instruct"]
+)
+def test_the_cpu_trains_one_completion_per_micro_batch_and_generates_the_whole_group(hub_id):
+    """On the CPU a larger micro-batch buys no speed but multiplies the activations and TRL's
+    fused log-prob tiles (issue 40: 6.4 GiB at 4 for SmolLM2): accumulation makes up the group,
+    and TRL still generates the group at once (steps_per_generation = accumulation)."""
+    plan = tuning.plan(catalog.CATALOG[hub_id], tiers.TIERS["cpu"], MATH)
+    assert plan.per_device_train_batch_size == tuning.CPU_MICRO_BATCH == 1
+    assert plan.gradient_accumulation_steps == plan.num_generations
+    assert plan.generation_batch_size == plan.num_generations
+
+
+def test_micro_batches_are_divisors_up_to_the_tiers_cap():
+    assert tuning._divisors(8) == [8, 4, 2, 1]
+    assert tuning._divisors(8, 3) == [2, 1]
+    assert tuning._divisors(4, 1) == [1]
+    assert tuning._divisors(4, None) == [4, 2, 1]
+
+
+@pytest.mark.parametrize("task", sorted(tasks.TASKS))
+def test_smollm2_on_the_cpu_tier_plans_under_8_gb_for_every_task(task):
+    """Issue 40: the real model's cpu-tier run fits a laptop with 8 GB (the plan's estimate, which
+    benchmarks/memory_peak.py compares with a real run's peak RSS)."""
+    spec = catalog.CATALOG["HuggingFaceTB/SmolLM2-135M-Instruct"]
+    plan = tuning.plan(spec, tiers.TIERS["cpu"], tasks.TASKS[task])
+    assert plan.memory.peak < 8e9, plan.memory.summary()

@@ -53,8 +53,14 @@ TASKS = ("math", "code", "json", "classification", "custom")
 # tier's project runs the same smoke layer over its recipe, and every GPU tier's recipe is parsed
 # into the Unsloth stack below (test_unsloth_recipes_load_into_the_unsloth_stack), so one stands
 # for the rest.
+# Qwen2.5-1.5B's JSON plan does not fit the cpu tier (its fp32 weights, activations and TRL's
+# log-prob tiles): the family's 0.5B does.
+CPU_MODELS = {"json": "Qwen/Qwen2.5-0.5B-Instruct"}
 PROJECTS = {"math-24GB": {"task_type": "math", "gpu_tier": "24GB"}} | {
-    f"{task}-cpu": {"task_type": task, "gpu_tier": "cpu"} for task in TASKS if task != "math"
+    f"{task}-cpu": {"task_type": task, "gpu_tier": "cpu"}
+    | ({"model": CPU_MODELS[task]} if task in CPU_MODELS else {})
+    for task in TASKS
+    if task != "math"
 }
 
 
