@@ -101,7 +101,9 @@ def test_user_journey_with_own_data_then_regenerate_for_another_tier(tmp_path):
         result = make(project, python, env, target, "SMOKE=1")
         assert_ok(result)
         assert "Traceback" not in result.stderr, target
-    assert "TRAINING data" in (project / "outputs/smoke/eval/report.md").read_text()
+    # evaluate scored my file's held-out rows, which the smoke run (trained on the rest) never saw
+    report = (project / "outputs/smoke/eval/report.md").read_text()
+    assert "held-out prompts" in report and "TRAINING data" not in report
 
     # The project's own tests pass with my data and reward in place, and leave outputs/ alone.
     tests = make(project, python, env, "test", timeout=2400)

@@ -322,3 +322,20 @@ def test_openrlhf_lora_targets_are_the_models_module_names(tiny_model_dir):
     ]
     with pytest.raises(UserError, match="select no linear layer"):
         export.lora_module_names(["nope_proj"], str(tiny_model_dir))
+
+
+def test_a_procedural_export_refuses_to_load_without_reasoning_gym(projects, tmp_path, monkeypatch):
+    """The procedural task's correctness is its generators' own scorer: in an engine's reward
+    workers without reasoning-gym every row scored 0 (the verl and OpenRLHF checks caught a
+    weighted 1.0 for a right answer); the file now fails when the engine loads it, naming the
+    requirement (the kit's procedural extra's pin)."""
+    out = export_to(projects("procedural"), "verl", tmp_path / "verl")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "reasoning_gym" else real(name, *a),
+    )
+    wanted = export.TASK_REWARD_DEPENDENCIES["procedural_correctness"][1]
+    with pytest.raises(UserError, match=f"cannot score without {wanted}.*pip install"):
+        load_reward(out / export.REWARD_FILE, "compute_score")

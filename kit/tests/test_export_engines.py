@@ -55,7 +55,8 @@ VENVS = Path(
 )
 KIT_SRC = Path(export.__file__).resolve().parents[2]
 CHECKS = Path(__file__).with_name("engine_checks.py")
-REWARD_PATH = [*export.REWARD_DEPENDENCIES.values(), "pyyaml>=6", "rich>=13", "filelock>=3.12"]
+REWARD_PATH = [*export.REWARD_DEPENDENCIES.values(), "pyyaml>=6", "rich>=13", "filelock>=3.12",
+               *(req for _, req in export.TASK_REWARD_DEPENDENCIES.values())]  # fmt: skip
 TRL = export.LENGTH_DEPENDENCIES["soft_overlong"][1]
 # Each environment: the pip commands that build it (in order), its stamp.
 BUILDS = {

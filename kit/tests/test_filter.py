@@ -95,10 +95,13 @@ def test_pass_rates_the_band_and_the_files(filtering, tmp_path, capsys):
     assert (out / difficulty.HISTOGRAM).read_bytes().startswith(b"\x89PNG")
     # The kept rows, as the data file has them (its own columns), in order: `row` counts the
     # training rows, evaluate's held-out rows left out (none of which the filter scores).
-    data_rows = lines(Path(load(Path.cwd()).task.data.sample))
-    column = sample_recipe(Path.cwd()).script.prompt_column
-    held = set(held_out_indices([row[column] for row in data_rows]))
-    training_rows = [row for i, row in enumerate(data_rows) if i not in held]
+    task, recipe = load(Path.cwd()).task, sample_recipe(Path.cwd())
+    data_rows = lines(Path(task.data.sample))
+    if task.generate is not None:  # generated problems: evaluate's are another split
+        training_rows = data_rows
+    else:
+        held = set(held_out_indices([row[recipe.script.prompt_column] for row in data_rows]))
+        training_rows = [row for i, row in enumerate(data_rows) if i not in held]
     kept = [training_rows[r["row"]] for r in rates if r["kept"]]
     assert lines(filtered) == kept and kept
     printed = capsys.readouterr().out

@@ -333,3 +333,12 @@ def test_evaluate_scores_the_held_out_problems(generated_project, tiny_model_dir
     held = [row["question"] for row in PROBLEMS.rows("test")[:20]]
     assert [row["question"] for row in rows] == held
     assert [row["prompt"][-1]["content"] for row in rows] == [q.strip() for q in held]
+
+
+def test_the_requirement_is_the_kits_procedural_extra():
+    """procedural.REQUIREMENT (what an export's reward path asks for) is the kit's extra."""
+    import tomllib
+
+    pyproject = Path(procedural.__file__).resolve().parents[2] / "pyproject.toml"
+    project = tomllib.loads(pyproject.read_text())["project"]
+    assert project["optional-dependencies"][procedural.EXTRA] == [procedural.REQUIREMENT]

@@ -49,6 +49,7 @@ logger = logging.getLogger(__name__)
 ENTRY_COLUMN = "rg_entry"  # the generator's entry, JSON: {"question", "answer", "metadata"}
 HELD_OUT_SEED_OFFSET = 1_000_000  # held-out seed = training seed + this (far past any size)
 EXTRA = "procedural"  # grpo-kit's extra that installs reasoning-gym
+REQUIREMENT = "reasoning-gym==0.1.25"  # that extra (kit/pyproject.toml; a test checks)
 INSTALL = f'pip install "grpo-kit[{EXTRA}]"'
 TRAIN, TEST = "train", "test"  # the split names a procedural task generates
 CURRICULUM_LOG = "curriculum.jsonl"  # in output_dir: one line per level change

@@ -56,6 +56,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import procedural
 from ..errors import UserError
 from ..generation import check_model
 from ..project import Project
@@ -96,6 +97,9 @@ def parse_args(argv: Sequence[str] | None):
 # load without them. module -> the requirement to install (grpo-kit's pins).
 REWARD_DEPENDENCIES = {"math_verify": "math-verify>=0.9,<0.10", "jsonschema": "jsonschema>=4.20,<5"}
 LENGTH_DEPENDENCIES = {"soft_overlong": ("trl", "trl>=1.15,<1.17")}
+# Rewards that score with their task's own package: the procedural task's correctness is
+# reasoning-gym's generators' `score_answer` (without it, every row would score 0).
+TASK_REWARD_DEPENDENCIES = {"procedural_correctness": ("reasoning_gym", procedural.REQUIREMENT)}
 
 
 def missing_reward_dependencies(names: Sequence[str]) -> list[str]:
@@ -104,6 +108,7 @@ def missing_reward_dependencies(names: Sequence[str]) -> list[str]:
 
     wanted = dict(REWARD_DEPENDENCIES)
     wanted.update(dict(LENGTH_DEPENDENCIES[n] for n in names if n in LENGTH_DEPENDENCIES))
+    wanted.update(dict(TASK_REWARD_DEPENDENCIES[n] for n in names if n in TASK_REWARD_DEPENDENCIES))
     return [req for module, req in wanted.items() if importlib.util.find_spec(module) is None]
 
 
