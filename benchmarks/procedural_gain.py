@@ -162,6 +162,49 @@ def bare_profiled(project: Path, run_dir: Path, folder: Path, steps: int, thread
     return times, step_profile.phases(events, len(times), statistics.mean(times))
 
 
+def held_out_section(both: Path, warm_out: Path) -> str:
+    """The held-out table from evaluate's outputs (base vs GRPO in `both`, the warm-up alone in
+    `warm_out`): per model, evaluate's accuracy (the mean score: reasoning-gym's scorers give
+    partial credit, e.g. len(answer)/len(reply) when the reply contains it), the problems solved
+    (score 1) with the binomial SE of that share, strict format; then GRPO's gain over the
+    warm-up in solved problems, in SEs, and paired (McNemar)."""
+    summary = json.loads((both / "summary.json").read_text())
+    n = summary["prompts"]
+    results = {
+        "base (SmolLM2-135M-Instruct)": (both, "base"),
+        "after the warm-up": (warm_out, "trained"),
+        "after warm-up + GRPO": (both, "trained"),
+    }
+    lines = [f"## Held-out problems ({n}, greedy; held out: {summary['held_out']})\n",
+             "| model | accuracy (mean score) | solved | solved share | SE | strict_format |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    share = {}
+    for label, (out, name) in results.items():
+        found = json.loads((out / "summary.json").read_text())
+        rows = solved(out, name)
+        share[label] = sum(rows.values()) / n
+        strict = found["format"].get(name, {}).get("strict_format")
+        strict_text = "n/a" if strict is None else f"{strict:.3f}"
+        lines.append(
+            f"| {label} | {found['metrics'][name][METRIC]:.3f} | {sum(rows.values())}/{n} | "
+            f"{share[label]:.3f} | {binomial_se(share[label], n):.3f} | {strict_text} |"
+        )
+    warm, grpo = share["after the warm-up"], share["after warm-up + GRPO"]
+    se_warm = binomial_se(warm, n)
+    se_diff = math.sqrt(se_warm**2 + binomial_se(grpo, n) ** 2)
+    before, after = solved(warm_out, "trained"), solved(both, "trained")
+    gained, lost, p = mcnemar([before[q] for q in before], [after.get(q, False) for q in before])
+    gain = grpo - warm
+    lines.append(
+        f"\nGRPO's gain over the warm-up (solved share): {gain:+.3f} = "
+        f"{gain / se_warm if se_warm else 0:+.1f} SE of the warm-up's share ({se_warm:.3f}), "
+        f"{gain / se_diff if se_diff else 0:+.1f} SE of the difference ({se_diff:.3f}); paired "
+        f"(McNemar): +{gained} / -{lost} problems, exact p = {p:.3g}. Beyond 2 SE: "
+        f"{'yes' if gain > 2 * se_warm else 'NO'}.\n"
+    )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=60, help="GRPO steps (default 60)")
@@ -178,7 +221,14 @@ def main() -> None:
     )
     parser.add_argument("--threads", type=int, default=1, help="torch threads per command")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    parser.add_argument(
+        "--held-out-from", type=Path, help="only print the held-out table of a kept project"
+    )
     args = parser.parse_args()
+    if args.held_out_from:
+        outputs = args.held_out_from / "outputs"
+        print(held_out_section(outputs / "eval-base-vs-grpo", outputs / "eval-warmup"))
+        return
 
     from grpo_kit.offline.real_model import ensure_real_model
 
@@ -251,46 +301,13 @@ def main() -> None:
             project, project / OUTPUT_DIR, folder, args.bare_steps, args.threads
         )
 
-    summary = json.loads((both / "summary.json").read_text())
-    n = summary["prompts"]
-    results = {
-        "base (SmolLM2-135M-Instruct)": (both, "base"),
-        "after the warm-up": (warm_out, "trained"),
-        "after warm-up + GRPO": (both, "trained"),
-    }
-    per_row = {label: solved(out, name) for label, (out, name) in results.items()}
     print("## Preflight of the base model\n")
     print((project / "outputs/preflight-base.md").read_text())
     print("## Preflight after the format warm-up\n")
     print((project / "outputs/preflight-warm.md").read_text())
     print(f"## GRPO from the warm-up ({args.steps} steps)\n")
     print(steps_text)
-    print(f"## Held-out problems ({n}, greedy; held out: {summary['held_out']})\n")
-    print("| model | accuracy | SE | solved | strict_format |\n| --- | ---: | ---: | ---: | ---: |")
-    accuracy = {}
-    for label, (out, name) in results.items():
-        found = json.loads((out / "summary.json").read_text())
-        value = found["metrics"][name][METRIC]
-        accuracy[label] = value
-        strict = found["format"].get(name, {}).get("strict_format")
-        strict_text = "n/a" if strict is None else f"{strict:.3f}"
-        print(f"| {label} | {value:.3f} | {binomial_se(value, n):.3f} | "
-              f"{sum(per_row[label].values())}/{n} | {strict_text} |")  # fmt: skip
-    warm, grpo = accuracy["after the warm-up"], accuracy["after warm-up + GRPO"]
-    se_warm = binomial_se(warm, n)
-    se_diff = math.sqrt(se_warm**2 + binomial_se(grpo, n) ** 2)
-    prompts_in_order = list(per_row["after the warm-up"])
-    gained, lost, p = mcnemar(
-        [per_row["after the warm-up"][q] for q in prompts_in_order],
-        [per_row["after warm-up + GRPO"].get(q, False) for q in prompts_in_order],
-    )
-    gain = grpo - warm
-    print(
-        f"\nGRPO's gain over the warm-up: {gain:+.3f} = {gain / se_warm if se_warm else 0:+.1f} "
-        f"SE of the warm-up's accuracy ({se_warm:.3f}), {gain / se_diff if se_diff else 0:+.1f} "
-        f"SE of the difference ({se_diff:.3f}); paired (McNemar): +{gained} / -{lost} "
-        f"problems, exact p = {p:.3g}. Beyond 2 SE: {'yes' if gain > 2 * se_warm else 'NO'}.\n"
-    )
+    print(held_out_section(both, warm_out))
     print("## Where a GRPO step's time goes\n")
     columns = {"project": project_phases}
     if bare_phases:
