@@ -162,6 +162,56 @@ def bare_profiled(project: Path, run_dir: Path, folder: Path, steps: int, thread
     return times, step_profile.phases(events, len(times), statistics.mean(times))
 
 
+def profiled_train(run, profile: Path, merged: str, *extra: str):
+    """The project's `train` from the warm-up's merged model (its own command, `python -c
+    PROFILED` in place of `python -m grpo_kit`, so the step profiler is installed in its process):
+    (wall seconds, TRL's step times, phases per step)."""
+    argv = ["train", "--model_name_or_path", merged, "--preflight", "false", *extra]
+    command = ["nice", "-n", "10", sys.executable, "-c", PROFILED.format(here=str(HERE)), *argv]
+    print(f"$ grpo_kit {' '.join(argv)}  (profiled)", file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    env = {**run.env, step_profile.ENV: str(profile)}
+    done = subprocess.run(command, cwd=run.project, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    with run.log.open("a", encoding="utf-8") as handle:
+        handle.write(f"$ {' '.join(argv)}  (profiled, {elapsed:.0f} s, exit {done.returncode})\n")
+        handle.write(done.stdout + done.stderr + "\n")
+    if done.returncode != 0:
+        sys.exit(f"failed ({done.returncode}): {' '.join(argv)}\n{done.stderr[-3000:]}")
+    out = run.project / (extra[extra.index("--output_dir") + 1] if "--output_dir" in extra
+                         else OUTPUT_DIR)  # fmt: skip
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    times = step_seconds(history)
+    events = json.loads(profile.read_text())
+    return elapsed, times, step_profile.phases(events, len(times), statistics.mean(times))
+
+
+def speed_rerun(project: Path, steps: int, rounds: int, threads: int) -> None:
+    """On a kept project: its profiled `train` and bare TRL, `steps` steps each, alternated
+    `rounds` times under the same load; prints the phases and the ratio of the medians."""
+    folder = project.parents[1]
+    run = rm.Runner(project, threads, folder / "commands.log")
+    run.env["PYTHONPATH"] += os.pathsep + KIT
+    merged = str(OUTPUT_DIR.parent / f"{OUTPUT_DIR.name}-warmup" / "merged")
+    mine, bare, phases = [], [], {}
+    for index in range(rounds):
+        out = f"outputs/speed-{index}"
+        _, times, phases["project"] = profiled_train(
+            run, folder / f"speed-profile-{index}.json", merged, "--max_steps", str(steps),
+            "--output_dir", out,
+        )  # fmt: skip
+        mine += times
+        times, phases["bare TRL"] = bare_profiled(project, project / out, folder, steps, threads)
+        bare += times
+    print(profile_table(phases))
+    ratio = statistics.median(mine) / statistics.median(bare) if bare else float("nan")
+    load = os.getloadavg()[0]
+    print(f"Seconds per GRPO step, median: project {statistics.median(mine):.1f} s, bare TRL "
+          f"{statistics.median(bare):.1f} s ({ratio:.2f}x), {len(mine)} steps each, alternated "
+          f"in {rounds} round(s) of {steps}; load average {load:.1f} at the end. "
+          f"Machine: {bench.machine()}.")  # fmt: skip
+
+
 def held_out_section(both: Path, warm_out: Path) -> str:
     """The held-out table from evaluate's outputs (base vs GRPO in `both`, the warm-up alone in
     `warm_out`): per model, evaluate's accuracy (the mean score: reasoning-gym's scorers give
@@ -224,7 +274,17 @@ def main() -> None:
     parser.add_argument(
         "--held-out-from", type=Path, help="only print the held-out table of a kept project"
     )
+    parser.add_argument(
+        "--speed-from",
+        type=Path,
+        help="only rerun the step comparison on a kept project: its profiled train and bare "
+        "TRL, --bare-steps steps each, alternated --speed-rounds times",
+    )
+    parser.add_argument("--speed-rounds", type=int, default=2)
     args = parser.parse_args()
+    if args.speed_from:
+        speed_rerun(args.speed_from.resolve(), args.bare_steps, args.speed_rounds, args.threads)
+        return
     if args.held_out_from:
         outputs = args.held_out_from / "outputs"
         print(held_out_section(outputs / "eval-base-vs-grpo", outputs / "eval-warmup"))
@@ -257,33 +317,12 @@ def main() -> None:
         "preflight", *prompts, "--model_name_or_path", str(merged), "--output",
         "outputs/preflight-warm.md", allowed=(0, 2),
     )  # fmt: skip
-    profile = folder / "project-profile.json"
-    run.env[step_profile.ENV] = str(profile)
-
-    def profiled(*argv):  # the same command, `python -c PROFILED` in place of `-m grpo_kit`
-        command = ["nice", "-n", "10", sys.executable, "-c", PROFILED.format(here=str(HERE))]
-        print(f"$ grpo_kit {' '.join(argv)}  (profiled)", file=sys.stderr, flush=True)
-        start = time.perf_counter()
-        done = subprocess.run([*command, *argv], cwd=project, env=run.env, capture_output=True,
-                              text=True)  # fmt: skip
-        with run.log.open("a", encoding="utf-8") as handle:
-            handle.write(f"$ {' '.join(argv)}  (profiled, exit {done.returncode})\n")
-            handle.write(done.stdout + done.stderr + "\n")
-        if done.returncode != 0:
-            sys.exit(f"failed ({done.returncode}): {' '.join(argv)}\n{done.stderr[-3000:]}")
-        return time.perf_counter() - start
-
     # the preflight just ran on this model: `make train` need not sample it again
-    times["GRPO train"] = profiled(
-        "train", "--model_name_or_path", str(merged), "--preflight", "false"
+    times["GRPO train"], project_steps, project_phases = profiled_train(
+        run, folder / "project-profile.json", str(merged)
     )
-    del run.env[step_profile.ENV]
     state = json.loads((project / OUTPUT_DIR / "trainer_state.json").read_text())
     steps_text, _ = steps_table(state["log_history"])
-    project_steps = step_seconds(state["log_history"])
-    project_phases = step_profile.phases(
-        json.loads(profile.read_text()), len(project_steps), statistics.mean(project_steps)
-    )
     held = ["--limit", str(args.held_out), "--greedy",
             "--max-new-tokens", str(args.max_completion_length)]  # fmt: skip
     both, warm_out = project / "outputs/eval-base-vs-grpo", project / "outputs/eval-warmup"
