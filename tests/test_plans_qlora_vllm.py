@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import pytest
-from matrix import VALID, name
+from matrix import VALID, combinations, name
 
 from grpo_template import catalog, recipe, stack, tasks, tiers, tuning
 from grpo_template.answers import Answers
@@ -44,12 +44,16 @@ def test_no_plan_gives_vllm_four_bit_weights_unless_the_stack_supports_it(combo)
         assert stack.VLLM in deps and stack.BITSANDBYTES in deps
 
 
-def test_four_bit_vllm_is_still_planned_on_unsloths_path():
-    """The 7-8B models Unsloth trains in 4 bits on 16/24 GB keep fast_inference (and the plugin)."""
-    unsloth = {(c["model"], c["gpu_tier"]) for c, p in PLANS
-               if p.backend == "unsloth" and p.mode == "qlora" and p.fast_inference}  # fmt: skip
-    assert ("Qwen/Qwen3-8B", "16GB") in unsloth
-    assert ("meta-llama/Llama-3.1-8B-Instruct", "24GB") in unsloth
+@pytest.mark.parametrize(
+    ("hub_id", "tier"), [("Qwen/Qwen3-8B", "16GB"), ("meta-llama/Llama-3.1-8B-Instruct", "24GB")]
+)
+def test_four_bit_vllm_is_still_planned_on_unsloths_path(hub_id, tier):
+    """The 7-8B models Unsloth trains in 4 bits on 16/24 GB keep fast_inference (and the plugin),
+    on the default task (the matrix's task for a model x tier moves as tasks are added)."""
+    combo = next(c for c in combinations() if (c["model"], c["gpu_tier"], c["backend"])
+                 == (hub_id, tier, "unsloth"))  # fmt: skip
+    plan = Answers.from_context({**combo, "task_type": tasks.DEFAULT_TASK}).plan
+    assert plan.backend == "unsloth" and plan.mode == "qlora" and plan.fast_inference
 
 
 # The plans issue 27 named: 24 GB Qwen3-4B, gemma-3-4b, Phi-4-mini; 48 GB Qwen3-8B, Llama-3.1-8B.

@@ -466,7 +466,9 @@ def test_smoke_distributed_is_the_launchers_smoke_path_on_every_tier(cookies, ti
     turned checkpointing off and hid the DDP failure of full fine-tuning with a vision tower):
     accelerate with the plan's config where the tier launches through accelerate, torchrun
     where it does not. The launcher builds the tiny model before the processes start."""
-    project = bake_ok(cookies, gpu_tier=tier)
+    # The default Qwen3.5-2B does not fit the cpu tier (its CPU log-prob tiles): its 0.8B does.
+    model = {"model": "Qwen/Qwen3.5-0.8B"} if tier == "cpu" else {}
+    project = bake_ok(cookies, gpu_tier=tier, **model)
     shown = run_in(project, "make", "-n", "smoke-distributed", f"PYTHON={sys.executable}")
     assert_ok(shown)
     assert shown.stdout.splitlines()[:2] == [
