@@ -60,25 +60,6 @@ PROFILED = (
 )
 
 
-def local_recipe(model: Path, args) -> str:
-    """configs/local.yaml: the real model and a CPU-sized run logged every step (the data is the
-    task's own: generated training problems, held-out ones for evaluate)."""
-    return (
-        f"model_name_or_path: {model}\n"
-        f"output_dir: {OUTPUT_DIR}\n"
-        f"max_steps: {args.steps}\n"
-        f"num_generations: {args.generations}\n"
-        f"per_device_train_batch_size: {args.generations * args.prompts_per_step}\n"
-        "gradient_accumulation_steps: 1\n"
-        f"max_completion_length: {args.max_completion_length}\n"
-        f"learning_rate: {args.learning_rate}\n"
-        "warmup_steps: 0\n"
-        "logging_steps: 1\n"
-        'save_strategy: "no"\n'
-        "log_completions: false\n"
-    )
-
-
 def binomial_se(p: float, n: int) -> float:
     return math.sqrt(p * (1 - p) / n) if n else float("nan")
 
@@ -300,7 +281,7 @@ def main() -> None:
     project = bench.bake(
         folder / "projects", model=rm.HUB_ID, gpu_tier="cpu", task_type="procedural"
     )
-    (project / "configs" / "local.yaml").write_text(local_recipe(model, args))
+    (project / "configs" / "local.yaml").write_text(rm.run_recipe(model, args, OUTPUT_DIR))
     run = rm.Runner(project, args.threads, folder / "commands.log")
     run.env["PYTHONPATH"] += os.pathsep + KIT  # the kit this benchmark imported, not another
     print(f"project {project}; log {folder / 'commands.log'}", file=sys.stderr)

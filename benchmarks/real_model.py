@@ -48,13 +48,13 @@ SAMPLE = "data/sample_math.jsonl"
 OUTPUT_DIR = Path("outputs/smollm2-math-grpo")
 
 
-def local_recipe(model: Path, args) -> str:
-    """configs/local.yaml: the real model, the training rows, a CPU-sized run logged every step."""
+def run_recipe(model: Path, args, output_dir: Path, data: str = "") -> str:
+    """configs/local.yaml: the real model, `data` (recipe lines naming the rows; none: the
+    task's own), a CPU-sized run logged every step (procedural_gain.py's too)."""
     return (
         f"model_name_or_path: {model}\n"
-        f"dataset_name: {SAMPLE}\n"
-        f"max_train_samples: {args.train_rows}\n"
-        f"output_dir: {OUTPUT_DIR}\n"
+        f"{data}"
+        f"output_dir: {output_dir}\n"
         f"max_steps: {args.steps}\n"
         f"num_generations: {args.generations}\n"
         f"per_device_train_batch_size: {args.generations * args.prompts_per_step}\n"
@@ -66,6 +66,12 @@ def local_recipe(model: Path, args) -> str:
         'save_strategy: "no"\n'
         "log_completions: false\n"
     )
+
+
+def local_recipe(model: Path, args) -> str:
+    """The math task's: the shipped sample's training rows."""
+    data = f"dataset_name: {SAMPLE}\nmax_train_samples: {args.train_rows}\n"
+    return run_recipe(model, args, OUTPUT_DIR, data)
 
 
 class Runner:
