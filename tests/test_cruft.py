@@ -528,10 +528,13 @@ def snapshot(project: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_make_update_refuses_a_project_without_git_before_touching_anything(tmp_path):
+def test_make_update_refuses_a_project_without_git_and_its_fix_then_merges(tmp_path):
     """The issue's project: made by the two commands without a repository (here: the opt-out),
     rewards.py edited. `make update` to another task refuses with the fix in one line and leaves
-    every file as it was: no half-applied task (task.py math, rewards.py classification)."""
+    every file as it was: no half-applied task (task.py math, rewards.py classification). The
+    fix, followed as printed, makes a repository whose first commit already holds the edit: the
+    update still merges three ways (grpo update-base stored the generated base first), so the
+    edit is kept beside the new task's rewards with conflict markers, no `.rej` file."""
     template = template_repository(tmp_path)
     out = tmp_path / "generated"
     command = [sys.executable, "-m", "cookiecutter", str(template), "--no-input", "-o", str(out)]
@@ -550,6 +553,19 @@ def test_make_update_refuses_a_project_without_git_before_touching_anything(tmp_
     assert len(refusal) == 1 and "git init && git add -A && git commit" in refusal[0], output
     assert snapshot(project) == before
     assert "Apply diff" not in output and "Traceback" not in output
+
+    fix = refusal[0].split("first: ", 1)[1]
+    assert fix == "git init && git add -A && git commit -m 'before update'", fix
+    git(project, "init", "-q")
+    commit_all(project, "before update")
+    code, output = make_update(project, '{"task_type": "classification"}', answers=("y",))
+    assert code != 0, output  # grpo check names the file left to merge
+    text = rewards.read_text()
+    assert MY_LINE in text and "def label_correctness" in text and "<<<<<<< " in text
+    assert not list(project.rglob("*.rej")), output
+    assert 'name="classification"' in (project / "src/my_grpo_project/task.py").read_text()
+    assert "check: src/my_grpo_project/rewards.py: merge conflicts left by the update" in output
+    assert "Traceback" not in output
 
 
 @pytest.mark.slow

@@ -42,9 +42,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "eject": ("commands.eject", "main", "make the kit's train, merge or infer script yours"),
     "docs": ("commands.docs", "main", "the kit's manual, as installed: topics, or one printed"),
     "check": ("commands.check", "main", "task.py, rewards.py, recipe agree? *.rej files? (update)"),
+    "update-base": ("commands.update_base", "main", "before cruft update: generated files to git"),
 }
 # Commands that need no project (nor the training stack): they run anywhere.
-NO_PROJECT = ("docs", "check", "real-model")  # check reads the project's files as text, itself
+NO_PROJECT = ("docs", "check", "real-model", "update-base")  # they read files as text, themselves
 # Commands that never load the project's backend (TRL's own trainers, no Unsloth patches).
 NO_BACKEND = ("reward-model", "tiny-model", "acceptance", "eject")
 # Commands that need no training stack (it is imported for the others before they start).
