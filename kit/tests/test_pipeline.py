@@ -204,3 +204,16 @@ def test_the_tools_template_error_names_the_installed_trl(monkeypatch):
     with pytest.raises(UserError) as refused:
         training.check_tool_template(object(), "some/model")
     assert "a model whose template TRL 9.8 trains tool calls with" in str(refused.value)
+
+
+def test_merge_loads_the_adapter_in_the_dtype_training_ran_in(trained_run, recipe):
+    """A fresh Unsloth project's smoke failed its merge check: the run trained in float32 on the
+    CPU, and the merge's dtype `auto` let Unsloth load bfloat16 (a CPU with avx512_bf16), whose
+    greedy outputs differ on a random model's near-tied logits. The merge now loads in the
+    recipe's dtype unless --dtype says otherwise."""
+    smoke_args = merge.parse_args([str(trained_run), "--smoke"])
+    assert smoke_args.dtype == "float32"  # the smoke recipe's, the dtype the run trained in
+    args = merge.parse_args([str(trained_run)])
+    assert args.dtype == (args.recipe.model.dtype or "auto")
+    chosen = merge.parse_args([str(trained_run), "--smoke", "--dtype", "auto"])
+    assert chosen.dtype == "auto"

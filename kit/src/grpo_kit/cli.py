@@ -86,7 +86,6 @@ def _target(name: str):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .errors import UserError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
@@ -94,6 +93,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.parse_args(argv[:1] or ["--help"])  # exits with the help or the error
         return 2
     name, rest = argv[0], argv[1:]
+    try:
+        return _run(name, rest)
+    finally:
+        # Whatever the outcome, the command's own last line ends its output, not triton's
+        # nanobind leak report at exit (loaded with Unsloth; an uncaught traceback still prints).
+        startup.quiet_nanobind_exit()
+
+
+def _run(name: str, rest: list[str]) -> int:
+    from .errors import UserError
+
     try:
         # The backend (Unsloth first), the command and the training stack are imported with the
         # garbage collector paused, then frozen out of its reach (startup.py: 2-3 s of CPU).

@@ -65,9 +65,9 @@ def parse_args(argv: Sequence[str] | None, prog: str = "grpo merge") -> argparse
     parser.add_argument("--output", type=Path, help="where to write (default: RUN_DIR/merged)")
     parser.add_argument(
         "--dtype",
-        default="auto",
         choices=["auto", "bfloat16", "float16", "float32"],
-        help="dtype to merge and save in (default: the base model's own)",
+        help="dtype to load, merge and check in (default: the recipe's dtype, the one training "
+        "ran in; auto: the base model's own)",
     )
     parser.add_argument(
         "--overwrite", action="store_true", help="replace an existing output folder"
@@ -81,6 +81,10 @@ def parse_args(argv: Sequence[str] | None, prog: str = "grpo merge") -> argparse
     args, overrides = parser.parse_known_args(argv)
     args.recipe = recipe_from(args, overrides, read_only=True)
     args.run_dir = args.run_dir or Path(args.recipe.training.output_dir)
+    # The adapter was trained in the recipe's dtype: loaded in another (Unsloth's "auto" is
+    # bfloat16 on a CPU that has it, after a float32 CPU run), its outputs are not the trained
+    # model's, and the merge check compares two roundings of near-tied logits.
+    args.dtype = args.dtype or args.recipe.model.dtype or "auto"
     args.output = args.output or args.run_dir / "merged"
     args.device = args.device or default_device()
     check_model_dir(args.run_dir)

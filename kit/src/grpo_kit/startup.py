@@ -19,8 +19,10 @@ first.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,3 +60,30 @@ def import_stack(backend: str | None = None, modules: tuple[str, ...] = STACK) -
             backends.load(backend)
         for name in modules:
             importlib.import_module(name)
+
+
+_SILENCED: list[bool] = []  # registered once per process
+
+
+def quiet_nanobind_exit() -> bool:
+    """Triton's compiled module (`triton._C.libtriton`, loaded by Unsloth) is built with
+    nanobind, whose leak check prints "nanobind: leaked N instances! ... leaked N functions!" when
+    the interpreter shuts down: harmless (the OS frees it all) but it reads like a crash after a
+    command's last line (`smoke passed`, or its one-line error). nanobind can only be told at
+    build time (`nb::set_leak_warnings`, which triton does not expose, and no environment
+    variable), so stderr goes to /dev/null once the atexit handlers run, as triton does for its
+    own warm-up workers; GRPO_VERBOSE=1 keeps it. `cli.main` calls it after every command. True
+    when silenced."""
+    if os.environ.get("GRPO_VERBOSE") or "triton._C.libtriton" not in sys.modules:
+        return False
+
+    def silence() -> None:
+        sys.stderr.flush()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+
+    if not _SILENCED:
+        _SILENCED.append(True)
+        atexit.register(silence)  # registered last: runs first, before the module teardown
+    return True

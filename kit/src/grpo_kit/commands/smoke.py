@@ -17,18 +17,16 @@ script the project declares for it (`grpo eject`, `[tool.grpo.scripts]`).
 from __future__ import annotations
 
 import argparse
-import atexit
 import itertools
 import logging
-import os
 import shutil
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import UserError
 from ..project import load as load_project
 from ..recipe import SMOKE_OUTPUT_DIR, offline_data_note, parse_recipe
+from ..startup import quiet_nanobind_exit
 
 logger = logging.getLogger(__name__)
 
@@ -194,31 +192,9 @@ def pipeline(argv: Sequence[str] | None = None) -> list[str]:
     return answers
 
 
-def quiet_nanobind_exit() -> bool:
-    """Triton's compiled module (`triton._C.libtriton`, loaded by Unsloth) is built with
-    nanobind, whose leak check prints "nanobind: leaked N instances! ... leaked N functions!" when
-    the interpreter shuts down: harmless (the OS frees it all) but it reads like a crash after
-    `smoke passed`. nanobind can only be told at build time (`nb::set_leak_warnings`, which triton
-    does not expose, and no environment variable), so stderr goes to /dev/null once the atexit
-    handlers run, as triton does for its own warm-up workers; GRPO_VERBOSE=1 keeps it. True when
-    silenced."""
-    if os.environ.get("GRPO_VERBOSE") or "triton._C.libtriton" not in sys.modules:
-        return False
-
-    def silence() -> None:
-        sys.stderr.flush()
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 2)
-        os.close(null)
-
-    atexit.register(silence)  # registered last: runs first, before the module teardown
-    return True
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     from ..runner import run
 
     code = run(pipeline, argv)
-    if code == 0:
-        quiet_nanobind_exit()  # a passed smoke ends on its own line, not on the leak report
+    quiet_nanobind_exit()  # smoke's last line is its verdict, not triton's leak report
     return code
