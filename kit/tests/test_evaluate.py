@@ -333,6 +333,29 @@ def test_a_trial_run_is_evaluated_offline_against_its_own_model(logged_run, tmp_
     assert all("strict_format" in p for p in predictions)
 
 
+def test_an_offline_runs_data_is_evaluated_when_the_recipe_names_the_hub(logged_run, recipe,
+                                                                          tmp_path, caplog):
+    """A fresh project: `make try` trained on the shipped sample (the recipe names the task's
+    Hub dataset), then `make evaluate RUN_DIR=outputs/trial` reached for the Hub (issue 41's
+    walk). The offline run's own data is evaluated, said in one line; data given on the command
+    line, or an offline flag, still decides."""
+    trained_on = json.loads((logged_run / "run_record.json").read_text())["recipe"]
+    assert trained_on["smoke"] and trained_on["dataset_name"] == "data/sample_math.jsonl"
+    hub = recipe._replace(script=dataclasses.replace(recipe.script, dataset_name="openai/gsm8k"))
+    plain = SimpleNamespace(smoke=False, trial=False)
+    with caplog.at_level("INFO"):
+        found = evaluate.offline_run_data(logged_run, hub, plain, [])
+    assert found[:2] == ["--dataset_name", "data/sample_math.jsonl"]
+    assert "it was an offline run (make try or make smoke)" in caplog.text
+    assert evaluate.offline_run_data(logged_run, hub, plain, ["--dataset_name=mine.jsonl"]) == []
+    flagged = SimpleNamespace(smoke=False, trial=True)
+    assert evaluate.offline_run_data(logged_run, hub, flagged, []) == []
+    assert evaluate.offline_run_data(logged_run, recipe, plain, []) == []  # the same data
+    real = tmp_path / "real"
+    record(real, dataset_name="data/sample_math.jsonl")  # a run record without `smoke`
+    assert evaluate.offline_run_data(real, hub, plain, []) == []
+
+
 def test_another_models_decoding_is_its_own_or_greedy_never_the_projects_card(
     project, tiny_model_dir, tmp_path
 ):

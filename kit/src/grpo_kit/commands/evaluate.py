@@ -27,7 +27,10 @@ The rows are held out by default (`grpo_kit.heldout`): the dataset's test split 
 else the rows of the data (a single file) that the warm-up, training, the filter and the
 preflight never see, chosen by a hash of each problem; evaluate says which, and the run record
 keeps it, so the report calls the same file's held-out rows held out when the run record says
-training held them out. `--all-rows` scores every row instead, training rows included.
+training held them out. `--all-rows` scores every row instead, training rows included. An offline run (`make try`,
+`make smoke`) is scored on the data it trained on when the recipe names other data (a fresh
+project's recipe names the task's Hub dataset; the trial read the shipped sample), said in one
+line; `--dataset_name` chooses.
 """
 
 from __future__ import annotations
@@ -149,6 +152,39 @@ def held_out(
     if not is_local(data) and split != train_split:
         return True
     return not all_rows and (record.get("held_out") or {}).get("by") == "hash"
+
+
+def offline_run_data(trained: Path, recipe, args, overrides: Sequence[str]) -> list[str]:
+    """Recipe overrides naming the data an offline run (`make try`, `make smoke`: its run record
+    says `smoke`) trained on, when evaluate was given neither an offline flag nor data of its own
+    and the recipe names other data: a fresh project's `make evaluate RUN_DIR=outputs/trial`
+    then scores the sample's held-out rows the trial trained beside, instead of reaching for the
+    Hub dataset the recipe names. Empty otherwise."""
+    from ..recipe import DATA_FIELDS
+
+    record = run_record_of(trained) or {}
+    trained_on = record.get("recipe") or {}
+    if (
+        not trained_on.get("smoke")
+        or getattr(args, "smoke", False)
+        or getattr(args, "trial", False)
+    ):
+        return []
+    if any(arg.split("=", 1)[0] == f"--{field}" for arg in overrides for field in DATA_FIELDS):
+        return []  # the user's own data for this evaluation
+    if trained_on.get("dataset_name") in (None, recipe.script.dataset_name):
+        return []
+    found = []
+    for field in DATA_FIELDS:
+        value = trained_on.get(field)
+        if value is not None:
+            found += [f"--{field}", str(value)]
+    logger.info(
+        "evaluating the data %s trained on (%s), not the recipe's %s: it was an offline run "
+        "(make try or make smoke); --dataset_name chooses other data",
+        trained, trained_on["dataset_name"], recipe.script.dataset_name,
+    )  # fmt: skip
+    return found
 
 
 def base_model(args, recipe, trained: Path) -> tuple[str, str]:
@@ -364,6 +400,9 @@ def evaluate(argv: Sequence[str] | None = None) -> dict[str, dict]:
     args.project = project
     args.chat_template_kwargs = recipe.training.chat_template_kwargs  # as TRL renders prompts
     trained = Path(args.model or recipe.training.output_dir)
+    run_data = offline_run_data(trained, recipe, args, overrides)
+    if run_data:
+        recipe = recipe_from(args, [*overrides, *run_data], read_only=True, project=project)
     if args.model and not trained.exists() and trained.name == "merged":
         check_model(args.model)  # outputs/<run>/merged before merging: `make merge` first
     if not trained.exists():
