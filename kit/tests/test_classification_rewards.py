@@ -142,5 +142,7 @@ def test_a_gold_label_outside_the_set_is_a_data_error(tmp_path, projects):
     path = tmp_path / "d.jsonl"
     path.write_text('{"text": "a", "label": "World"}\n{"text": "b", "label": "Weather"}\n')
     script = type(recipe.script)(**{**vars(recipe.script), "dataset_name": str(path)})
-    with pytest.raises(data.DataError, match="row 2: label 'Weather' is not in labels"):
+    with pytest.raises(data.DataError, match="row 2: label 'Weather' is not in labels") as err:
         data.load_training_rows(script, recipe.task, TASK)
+    # where the labels go, with the data's own (issue 41's walk: the fix was not named)
+    assert "in configs/local.yaml, e.g. `labels: [World, Weather]` (2 found in" in str(err.value)

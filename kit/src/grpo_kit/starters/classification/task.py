@@ -67,11 +67,17 @@ def reward_settings(task_args) -> dict:
 def validate(rows, source: str, task_args, answer_column: str) -> None:
     """Every gold label must be in the label set, or the reward could never be earned."""
     known = {normalise_label(label) for label in task_args.labels}
-    for index, value in enumerate(rows[answer_column]):
+    golds = rows[answer_column]
+    for index, value in enumerate(golds):
         if normalise_label(value) not in known:
+            found = {}  # the data's own labels, first spelling of each, in order
+            for gold in golds:
+                found.setdefault(normalise_label(gold), str(gold).strip())
+            listed = ", ".join(list(found.values())[:20]) + (", ..." if len(found) > 20 else "")
             raise DataError(
                 f"{source} row {index + 1}: label {value!r} is not in labels "
-                f"{task_args.labels}; fix the data or the recipe's labels"
+                f"{list(task_args.labels)}; name your data's labels in configs/local.yaml, e.g. "
+                f"`labels: [{listed}]` ({len(found)} found in {source}), or fix the row"
             )
 
 
