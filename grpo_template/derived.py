@@ -85,6 +85,26 @@ def distribution(plan) -> str:
     return f"{processes} on {plan.tier.nodes} node(s) with {plan.accelerate_config}{server}"
 
 
+def judge_placement(plan) -> str:
+    """The generated README's line on serving a judge on a training GPU (GPU tiers): the largest
+    `--gpu-memory-utilization` that leaves the plan's peak per GPU and its margin free
+    (`grpo_kit.rewards.judge.colocated_share`, which `grpo doctor` applies to the memory it
+    measures beside a judge served on the node); empty for the cpu tier."""
+    from grpo_kit.rewards.judge import colocated_share
+
+    tier, peak = plan.tier, plan.memory.peak_gib
+    if not tier.is_gpu:
+        return ""
+    share = colocated_share(tier.memory_gib, peak)
+    needs = f"the plan needs {peak:.1f} of {tier.memory_gib:g} GiB per GPU"
+    if share <= 0:
+        return f"No training GPU has room for a judge beside training ({needs})."
+    return (
+        f"Served on a GPU that also trains, a judge may take at most `--gpu-memory-utilization "
+        f"{share:.2f}` ({needs}, and a 10% margin)."
+    )
+
+
 def tier_summary(plan) -> str:
     """The tier in the generated README: the question's label, or for several GPUs the sizes
     the answers gave (the label says they are asked next)."""
@@ -256,6 +276,7 @@ def _values(answers: Answers) -> dict:
         "accelerate_config": plan.accelerate_config or "",
         "vllm_server_gpus": plan.vllm_server_gpus,
         "estimated_peak_gib": round(plan.memory.peak_gib, 1),
+        "judge_placement": judge_placement(plan),
         "launch_command": launch_command(plan),
         "train_command": train_command(plan),
         "smoke_distributed_command": smoke_distributed_command(plan),

@@ -306,3 +306,22 @@ def test_smollm2_on_the_cpu_tier_plans_under_8_gb_for_every_task(task):
     spec = catalog.CATALOG["HuggingFaceTB/SmolLM2-135M-Instruct"]
     plan = tuning.plan(spec, tiers.TIERS["cpu"], tasks.TASKS[task])
     assert plan.memory.peak < 8e9, plan.memory.summary()
+
+
+def test_the_readme_names_the_judge_share_that_leaves_the_plan_free():
+    """Issue 42: a judge served on a training GPU must leave the plan's peak free; the README
+    names the largest --gpu-memory-utilization that does, from the plan (the kit's formula,
+    which grpo doctor applies to the memory it measures)."""
+    from grpo_kit.rewards.judge import COLOCATED_MARGIN
+
+    from grpo_template.derived import judge_placement
+
+    judge = tasks.TASKS["judge"]
+    roomy = tuning.plan(catalog.CATALOG["Qwen/Qwen2.5-0.5B-Instruct"], tiers.TIERS["80GB"], judge)
+    line = judge_placement(roomy)
+    share = float(line.split("--gpu-memory-utilization ")[1].split("`")[0])
+    memory, peak = roomy.tier.memory_gib, roomy.memory.peak_gib
+    assert 0 < share < 1 and memory * (1 - share) >= peak * (1 + COLOCATED_MARGIN)
+    assert memory * (1 - share - 0.01) < peak * (1 + COLOCATED_MARGIN)  # the largest that does
+    cpu = tuning.plan(catalog.CATALOG["Qwen/Qwen2.5-0.5B-Instruct"], tiers.TIERS["cpu"], judge)
+    assert judge_placement(cpu) == ""

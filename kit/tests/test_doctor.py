@@ -690,3 +690,76 @@ def test_the_doctor_table_prints_bracketed_advice_as_written(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "pip install --no-build-isolation -e '.[kernels]'" in out
     assert "kernels [x]" in out and "[bold]extra[/bold]" in out and "doctor [cpu]" in out
+
+
+# --- a judge server on the training node (issue 42: the memory plan counts it there) --------
+
+GIB = 1024**3
+
+
+def judge_recipe(projects, url: str, peak_gib: float):
+    """The judge starter's recipe, its judge at `url`, on a GPU tier planned at `peak_gib`."""
+    import dataclasses
+
+    recipe = sample_recipe(projects("judge"))
+    tier = dataclasses.replace(recipe.project.tier, estimated_peak_gib=peak_gib)
+    project = dataclasses.replace(recipe.project, tier=tier)
+    task = dataclasses.replace(recipe.task, judge_base_url=url)
+    return recipe._replace(project=project, task=task)
+
+
+@pytest.mark.parametrize(
+    ("url", "here"),
+    [("http://localhost:8000/v1", True), ("http://127.0.0.2:9000/v1", True),
+     ("http://[::1]:8000/v1", True), ("https://judge.example.com/v1", False)],
+)  # fmt: skip
+def test_a_judge_url_on_this_machine_is_told_from_a_remote_one(url, here):
+    from grpo_kit.rewards.judge import on_this_machine
+
+    assert on_this_machine(url) is here
+
+
+def test_the_machines_own_name_is_this_machine():
+    import socket
+
+    from grpo_kit.rewards.judge import on_this_machine
+
+    assert on_this_machine(f"http://{socket.gethostname()}:8000/v1")
+
+
+def test_the_share_a_colocated_judge_may_take_leaves_the_plan_and_its_margin():
+    from grpo_kit.rewards.judge import COLOCATED_MARGIN, colocated_share
+
+    share = colocated_share(80.0, 30.0)
+    assert share == 0.58  # (80 - 33) / 80 = 0.5875, rounded down
+    assert 80.0 * (1 - share) >= 30.0 * (1 + COLOCATED_MARGIN)
+    assert colocated_share(24.0, 22.0) == 0.0  # nothing left beside the plan
+    assert colocated_share(0.0, 1.0) == 0.0
+
+
+def test_a_judge_holding_a_training_gpus_memory_fails_with_the_share_that_fits(projects):
+    recipe = judge_recipe(projects, "http://localhost:8000/v1", peak_gib=30.0)
+    # vllm serve's default --gpu-memory-utilization 0.9 took the card: 8 GiB of 80 are free
+    (found,) = doctor.check_judge_placement(recipe, True, [(8 * GIB, 80 * GIB)])
+    assert found.level == doctor.FAIL and found.check == "judge"
+    assert "GPU 0 has 8.0 GiB free of 80.0 GiB" in found.message
+    assert "the memory plan needs 30.0 GiB per GPU" in found.message
+    assert "--gpu-memory-utilization 0.58" in found.fix and "CUDA_VISIBLE_DEVICES" in found.fix
+    (tight,) = doctor.check_judge_placement(recipe, True, [(60 * GIB, 80 * GIB),
+                                                           (20 * GIB, 24 * GIB)])  # fmt: skip
+    assert tight.level == doctor.FAIL and "GPU 1" in tight.message
+
+
+def test_a_judge_that_leaves_the_plan_room_or_runs_elsewhere_passes(projects):
+    here = judge_recipe(projects, "http://localhost:8000/v1", peak_gib=30.0)
+    (roomy,) = doctor.check_judge_placement(here, True, [(45 * GIB, 80 * GIB)])
+    assert roomy.level == doctor.OK and "the plan needs 30.0 GiB" in roomy.message
+    (cpu,) = doctor.check_judge_placement(here, False, [])
+    assert cpu.level == doctor.OK and "training uses no GPU" in cpu.message
+    away = judge_recipe(projects, "https://judge.example.com/v1", peak_gib=30.0)
+    (remote,) = doctor.check_judge_placement(away, True, [(1 * GIB, 80 * GIB)])
+    assert remote.level == doctor.OK and "elsewhere" in remote.message
+
+
+def test_a_task_without_a_judge_has_no_judge_check(recipe):
+    assert doctor.check_judge_placement(recipe, True, [(1 * GIB, 80 * GIB)]) == []

@@ -333,8 +333,9 @@ def test_a_trial_run_is_evaluated_offline_against_its_own_model(logged_run, tmp_
     assert all("strict_format" in p for p in predictions)
 
 
-def test_an_offline_runs_data_is_evaluated_when_the_recipe_names_the_hub(logged_run, recipe,
-                                                                          tmp_path, caplog):
+def test_an_offline_runs_data_is_evaluated_when_the_recipe_names_the_hub(
+    logged_run, recipe, tmp_path, caplog
+):
     """A fresh project: `make try` trained on the shipped sample (the recipe names the task's
     Hub dataset), then `make evaluate RUN_DIR=outputs/trial` reached for the Hub (issue 41's
     walk). The offline run's own data is evaluated, said in one line; data given on the command

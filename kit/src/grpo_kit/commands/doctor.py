@@ -813,6 +813,62 @@ def check_reward_settings(recipe) -> list[Check]:
     return findings
 
 
+def gpu_memory() -> list[tuple[int, int]]:
+    """(free, total) bytes of each visible CUDA GPU, as the driver reports them now (memory
+    other processes hold, a judge server among them, is not free)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    return [torch.cuda.mem_get_info(i) for i in range(torch.cuda.device_count())]
+
+
+def check_judge_placement(recipe, gpu_run: bool, memory: list[tuple[int, int]]) -> list[Check]:
+    """A judge reward's server on this machine shares its GPUs with training: the memory plan's
+    peak per GPU (`estimated_peak_gib`) must still be free on every GPU beside it. `memory`:
+    (free, total) bytes per GPU (`gpu_memory`). The fix names the GPU share the judge may take
+    (`rewards.judge.colocated_share`), or a GPU of its own."""
+    from ..rewards.judge import colocated_share, on_this_machine
+
+    try:
+        settings = recipe.project.task.reward_settings(recipe.task)
+    except UserError:
+        return []  # check_reward_settings names it
+    url = settings.get("judge_base_url")
+    if not url:
+        return []
+    if not on_this_machine(str(url)):
+        return [Check(OK, "judge", f"judge server {url}: elsewhere, no GPU shared with training")]
+    if not gpu_run or not memory:
+        return [Check(OK, "judge", f"judge server {url}: on this machine; training uses no GPU")]
+    peak = recipe.project.tier.estimated_peak_gib
+    need = peak * 1024**3
+    short = [(i, free, total) for i, (free, total) in enumerate(memory) if free < need]
+    if not short:
+        least = min(free for free, _ in memory)
+        return [Check(OK, "judge", f"judge server {url}: on this machine; every GPU has "
+                      f"{_gib(least)} or more free, the plan needs {peak:.1f} GiB")]  # fmt: skip
+    i, free, total = short[0]
+    share = colocated_share(total / 1024**3, peak)
+    held = _gib(total - free)
+    cap = (
+        f"or cap it: vllm serve ... --gpu-memory-utilization {share:.2f}"
+        if share > 0
+        else "no share of a training GPU is left for it"
+    )
+    return [
+        Check(
+            FAIL,
+            "judge",
+            f"judge server {url} on this machine: GPU {i} has {_gib(free)} free of {_gib(total)} "
+            f"({held} held, the judge server's among it); the memory plan needs {peak:.1f} GiB "
+            f"per GPU ({len(short)} of {len(memory)} GPU(s) short)",
+            "serve the judge on a GPU training does not use (CUDA_VISIBLE_DEVICES=<spare> vllm "
+            f"serve ...), or on another machine (judge_base_url), {cap}",
+        )
+    ]
+
+
 def check_data(recipe, rows_limit: int, offline: bool, hub_failed: bool) -> list[Check]:
     """Load and validate the data, then measure prompt lengths with the model's tokenizer."""
     from .. import data
@@ -944,6 +1000,7 @@ def diagnose(argv: Sequence[str] | None = None) -> list[Check]:
     findings += hub
     hub_failed = any(f.check == "hub" and f.level == FAIL for f in hub)
     findings += check_reward_settings(recipe)
+    findings += check_judge_placement(recipe, cuda and not cpu_requested, gpu_memory())
     findings += check_data(recipe, args.rows, offline, hub_failed)
     findings += check_disk(recipe)
     return findings

@@ -27,10 +27,10 @@ The rows are held out by default (`grpo_kit.heldout`): the dataset's test split 
 else the rows of the data (a single file) that the warm-up, training, the filter and the
 preflight never see, chosen by a hash of each problem; evaluate says which, and the run record
 keeps it, so the report calls the same file's held-out rows held out when the run record says
-training held them out. `--all-rows` scores every row instead, training rows included. An offline run (`make try`,
-`make smoke`) is scored on the data it trained on when the recipe names other data (a fresh
-project's recipe names the task's Hub dataset; the trial read the shipped sample), said in one
-line; `--dataset_name` chooses.
+training held them out. `--all-rows` scores every row instead, training rows included. An
+offline run (`make try`, `make smoke`) is scored on the data it trained on when the recipe
+names other data (a fresh project's recipe names the task's Hub dataset; the trial read the
+shipped sample), said in one line; `--dataset_name` chooses.
 """
 
 from __future__ import annotations

@@ -69,7 +69,9 @@ __all__ = [
     "prompt_text",
     "Agreement",
     "agreement",
+    "colocated_share",
     "hostile_variants",
+    "on_this_machine",
     "injection_signals",
     "is_judge",
     "quote",
@@ -88,6 +90,34 @@ TRUNCATION_NOTE = (
     "(The {what} above was cut: its first {shown} of {total} characters are shown. "
     "Grade what is shown; the cut is not the {what}'s fault.)"
 )
+
+
+# A judge served on a training GPU must leave the plan's peak plus this share of it free.
+COLOCATED_MARGIN = 0.10
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "ip6-localhost"})
+
+
+def on_this_machine(base_url: str) -> bool:
+    """Whether a judge's URL names this machine (loopback, or its own host name): a judge
+    served there shares the node, and its GPUs, with training."""
+    import socket
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host in LOCAL_HOSTS or host.startswith("127."):
+        return True
+    names = {socket.gethostname().lower(), socket.getfqdn().lower()}
+    return host in names
+
+
+def colocated_share(gpu_gib: float, training_peak_gib: float) -> float:
+    """The largest `vllm serve --gpu-memory-utilization` (share of the whole card) a judge may
+    take on a GPU that also trains: the card less the memory plan's peak per GPU and a margin
+    of `COLOCATED_MARGIN` of it, rounded down to a hundredth; 0.0 when nothing is left."""
+    if gpu_gib <= 0:
+        return 0.0
+    room = gpu_gib - training_peak_gib * (1 + COLOCATED_MARGIN)
+    return max(0.0, int(room / gpu_gib * 100) / 100)
 
 
 class JudgeParseError(ValueError):
