@@ -740,26 +740,26 @@ def test_the_share_a_colocated_judge_may_take_leaves_the_plan_and_its_margin():
 def test_a_judge_holding_a_training_gpus_memory_fails_with_the_share_that_fits(projects):
     recipe = judge_recipe(projects, "http://localhost:8000/v1", peak_gib=30.0)
     # vllm serve's default --gpu-memory-utilization 0.9 took the card: 8 GiB of 80 are free
-    (found,) = doctor.check_judge_placement(recipe, True, [(8 * GIB, 80 * GIB)])
+    (found,) = doctor.check_judge_placement(recipe, True, lambda: [(8 * GIB, 80 * GIB)])
     assert found.level == doctor.FAIL and found.check == "judge"
     assert "GPU 0 has 8.0 GiB free of 80.0 GiB" in found.message
     assert "the memory plan needs 30.0 GiB per GPU" in found.message
     assert "--gpu-memory-utilization 0.58" in found.fix and "CUDA_VISIBLE_DEVICES" in found.fix
-    (tight,) = doctor.check_judge_placement(recipe, True, [(60 * GIB, 80 * GIB),
+    (tight,) = doctor.check_judge_placement(recipe, True, lambda: [(60 * GIB, 80 * GIB),
                                                            (20 * GIB, 24 * GIB)])  # fmt: skip
     assert tight.level == doctor.FAIL and "GPU 1" in tight.message
 
 
 def test_a_judge_that_leaves_the_plan_room_or_runs_elsewhere_passes(projects):
     here = judge_recipe(projects, "http://localhost:8000/v1", peak_gib=30.0)
-    (roomy,) = doctor.check_judge_placement(here, True, [(45 * GIB, 80 * GIB)])
+    (roomy,) = doctor.check_judge_placement(here, True, lambda: [(45 * GIB, 80 * GIB)])
     assert roomy.level == doctor.OK and "the plan needs 30.0 GiB" in roomy.message
-    (cpu,) = doctor.check_judge_placement(here, False, [])
+    (cpu,) = doctor.check_judge_placement(here, False, lambda: [])
     assert cpu.level == doctor.OK and "training uses no GPU" in cpu.message
     away = judge_recipe(projects, "https://judge.example.com/v1", peak_gib=30.0)
-    (remote,) = doctor.check_judge_placement(away, True, [(1 * GIB, 80 * GIB)])
+    (remote,) = doctor.check_judge_placement(away, True, lambda: [(1 * GIB, 80 * GIB)])
     assert remote.level == doctor.OK and "elsewhere" in remote.message
 
 
 def test_a_task_without_a_judge_has_no_judge_check(recipe):
-    assert doctor.check_judge_placement(recipe, True, [(1 * GIB, 80 * GIB)]) == []
+    assert doctor.check_judge_placement(recipe, True, lambda: [(1 * GIB, 80 * GIB)]) == []

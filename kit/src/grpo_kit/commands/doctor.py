@@ -823,11 +823,12 @@ def gpu_memory() -> list[tuple[int, int]]:
     return [torch.cuda.mem_get_info(i) for i in range(torch.cuda.device_count())]
 
 
-def check_judge_placement(recipe, gpu_run: bool, memory: list[tuple[int, int]]) -> list[Check]:
+def check_judge_placement(recipe, gpu_run: bool, memory=gpu_memory) -> list[Check]:
     """A judge reward's server on this machine shares its GPUs with training: the memory plan's
-    peak per GPU (`estimated_peak_gib`) must still be free on every GPU beside it. `memory`:
-    (free, total) bytes per GPU (`gpu_memory`). The fix names the GPU share the judge may take
-    (`rewards.judge.colocated_share`), or a GPU of its own."""
+    peak per GPU (`estimated_peak_gib`) must still be free on every GPU beside it. `memory()`:
+    (free, total) bytes per GPU (`gpu_memory`), read only for a judge on this machine. The fix
+    names the GPU share the judge may take (`rewards.judge.colocated_share`), or a GPU of its
+    own."""
     from ..rewards.judge import colocated_share, on_this_machine
 
     try:
@@ -839,7 +840,8 @@ def check_judge_placement(recipe, gpu_run: bool, memory: list[tuple[int, int]]) 
         return []
     if not on_this_machine(str(url)):
         return [Check(OK, "judge", f"judge server {url}: elsewhere, no GPU shared with training")]
-    if not gpu_run or not memory:
+    memory = memory() if gpu_run else []
+    if not memory:
         return [Check(OK, "judge", f"judge server {url}: on this machine; training uses no GPU")]
     peak = recipe.project.tier.estimated_peak_gib
     need = peak * 1024**3
@@ -1000,7 +1002,7 @@ def diagnose(argv: Sequence[str] | None = None) -> list[Check]:
     findings += hub
     hub_failed = any(f.check == "hub" and f.level == FAIL for f in hub)
     findings += check_reward_settings(recipe)
-    findings += check_judge_placement(recipe, cuda and not cpu_requested, gpu_memory())
+    findings += check_judge_placement(recipe, cuda and not cpu_requested)
     findings += check_data(recipe, args.rows, offline, hub_failed)
     findings += check_disk(recipe)
     return findings
