@@ -98,10 +98,10 @@ def judge_placement(plan) -> str:
     share = colocated_share(tier.memory_gib, peak)
     needs = f"the plan needs {peak:.1f} of {tier.memory_gib:g} GiB per GPU"
     if share <= 0:
-        return f"No training GPU has room for a judge beside training ({needs})."
+        return f"No training GPU has room for it ({needs})."
     return (
-        f"Served on a GPU that also trains, a judge may take at most `--gpu-memory-utilization "
-        f"{share:.2f}` ({needs}, and a 10% margin)."
+        f"Sharing a training GPU, it may take `--gpu-memory-utilization {share:.2f}` at most "
+        f"({needs})."
     )
 
 

@@ -45,6 +45,11 @@ class TaskSpec:
     # Agent tasks: the cap on tool-calling turns per rollout (GRPOConfig's
     # max_tool_calling_iterations); 0 for single-turn tasks.
     tool_iterations: int = 0
+    # The shortest max_completion_length a plan may lower the length to: below it the task's own
+    # ideal completions (its shipped sample's) are punished by soft_overlong (its token estimate,
+    # characters / 4, past the buffer's start at 3/4 of the limit) and the project's checks
+    # fail; rounded up to 64 tokens. tests/test_tuning.py measures it from the sample.
+    completion_floor: int = 64
 
     @cached_property
     def kit(self):
@@ -134,6 +139,7 @@ CODE = TaskSpec(
     label="Python code, checked by running unit tests in a local sandbox (MBPP, HumanEval)",
     completion_tokens=768,
     prompt_tokens=768,
+    completion_floor=256,
     dataset_note=(
         "`google-research-datasets/mbpp` (config `full`): `text` is the problem, "
         "`test_list` the asserts the code must pass (shown in the prompt, since they name the "
@@ -232,6 +238,7 @@ JUDGE = TaskSpec(
     label="Judge: answers no program can check, graded by a judge model against a rubric",
     completion_tokens=256,
     prompt_tokens=256,
+    completion_floor=128,
     dataset_note=(
         "no Hub dataset: the recipe trains on `data/sample_judge.jsonl` (`question`, `answer`: "
         "a reference explanation, the ideal completion). A judge model grades each answer "

@@ -269,7 +269,9 @@ def _search(model: ModelSpec, tier: Tier, task: TaskSpec, backend: str):
     target = min(target, model.context - task.prompt_tokens)
     vllm_modes = _generation_modes(model, tier, backend)
     smallest = None
-    for generations, completion, quality_note in _quality_levels(policy, target):
+    for generations, completion, quality_note in _quality_levels(
+        policy, target, task.completion_floor
+    ):
         for vllm_mode in vllm_modes:
             for candidate in _candidates(
                 model, tier, task, policy, generations, completion, vllm_mode, backend
@@ -425,13 +427,17 @@ def _plan(model, tier, task, backend, policy, c, estimate, notes) -> Plan:
     )
 
 
-def _quality_levels(policy: TierPolicy, completion: int):
-    """(generations, completion length, note) from the tier's target down to the floor."""
+def _quality_levels(policy: TierPolicy, completion: int, floor: int = 0):
+    """(generations, completion length, note) from the tier's target down to the floor: never a
+    completion length below `floor` (the task's `completion_floor`: shorter, its own ideal
+    completions would be punished as overlong, and the project's checks fail)."""
     yield policy.num_generations, completion, ""
     if policy.num_generations > 4:
         yield 4, completion, f"num_generations lowered from {policy.num_generations} to 4 to fit"
     for fraction in (0.75, 0.5):
         shorter = _round_tokens(completion * fraction)
+        if shorter < floor:
+            return
         yield (
             4,
             shorter,
@@ -475,7 +481,18 @@ def _refusal(model: ModelSpec, tier: Tier, task: TaskSpec, backend: str, smalles
     budget = tier.memory_gib * HEADROOM
     return (
         f"{what}: even the smallest configuration (QLoRA where available, micro-batch 1, "
-        f"4 generations) needs ~{need} of {budget:.1f} GiB usable per device; choose {fix}"
+        f"4 generations{floor_note(task)}) needs ~{need} of {budget:.1f} GiB usable per device; "
+        f"choose {fix}"
+    )
+
+
+def floor_note(task: TaskSpec) -> str:
+    """Why the refusal's completions are no shorter, where the task's floor says so."""
+    if task.completion_floor <= 64:
+        return ""
+    return (
+        f", completions no shorter than {task.completion_floor} tokens: the {task.name} task's "
+        "own ideal completions need them"
     )
 
 

@@ -1,5 +1,7 @@
 """Tuning over every (model, tier, task, backend): fits with valid batch arithmetic, or refuses."""
 
+import os
+
 import pytest
 from matrix import VALID, combinations, is_valid, name, refusal
 
@@ -325,3 +327,42 @@ def test_the_readme_names_the_judge_share_that_leaves_the_plan_free():
     assert memory * (1 - share - 0.01) < peak * (1 + COLOCATED_MARGIN)  # the largest that does
     cpu = tuning.plan(catalog.CATALOG["Qwen/Qwen2.5-0.5B-Instruct"], tiers.TIERS["cpu"], judge)
     assert judge_placement(cpu) == ""
+
+
+@pytest.mark.parametrize("task_name", list(tasks.TASKS))
+def test_the_completion_floor_keeps_the_tasks_own_ideal_completions_unpunished(task_name, cookies):
+    """Where a plan shortened max_completion_length to fit (code, Qwen2.5-1.5B, cpu tier: 384
+    -> 192), the sample's longest ideal completions went past soft_overlong's buffer and the
+    project's own `make test` failed (ideal completions must reach every reward's top). The
+    floor is measured here from the baked project's rows, as its checks read them: the longest
+    ideal completion at soft_overlong's estimate (characters / 4) fits within the 3/4 of the
+    limit before its buffer, and the floor is that, rounded up to 64 tokens."""
+    import math
+
+    from conftest import bake_ok
+    from grpo_kit.testing import ProjectChecks
+
+    spec = tasks.TASKS[task_name]
+    root = bake_ok(cookies, task_type=task_name, project_name=f"floor {task_name}")
+    checks = ProjectChecks(root)
+    task, args = checks.project.task, checks.recipe.task
+    rows = checks.rows[:64]  # what ideal_completions_reach_the_top scores
+    cwd = os.getcwd()
+    try:
+        os.chdir(root)
+        longest = max(len(task.ideal_completion(row, args)) for row in rows)
+    finally:
+        os.chdir(cwd)
+    needed = math.ceil((longest // 4) / 0.75)
+    assert spec.completion_floor == max(64, math.ceil(needed / 64) * 64), (longest, needed)
+
+
+def test_a_plan_never_shortens_completions_below_the_tasks_floor():
+    code = tasks.TASKS["code"]
+    for model in catalog.CATALOG.values():
+        for tier in tiers.TIERS.values():
+            try:
+                found = tuning.plan(model, tier, code)
+            except tuning.DoesNotFit:
+                continue
+            assert found.max_completion_length >= code.completion_floor, (model, tier)

@@ -55,8 +55,8 @@ TASKS = ("math", "code", "json", "classification", "custom")
 # for the rest.
 # Qwen2.5-1.5B's JSON plan does not fit the cpu tier (its fp32 weights, activations and TRL's
 # log-prob tiles): the family's 0.5B does.
-# Its code plan fits only with max_completion_length halved (192), which HumanEval's longest
-# ideal completions exceed (soft_overlong < 0: the project's own check fails); the 0.5B keeps 384.
+# Nor its code plan: it would fit only with max_completion_length halved (192), below the code
+# task's floor (256: its own ideal completions would be punished), so the plan refuses it.
 CPU_MODELS = {"json": "Qwen/Qwen2.5-0.5B-Instruct", "code": "Qwen/Qwen2.5-0.5B-Instruct"}
 PROJECTS = {"math-24GB": {"task_type": "math", "gpu_tier": "24GB"}} | {
     f"{task}-cpu": {"task_type": task, "gpu_tier": "cpu"}
