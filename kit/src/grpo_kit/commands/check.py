@@ -17,26 +17,37 @@ from ..errors import UserError
 from ..project import load
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="grpo check",
-        description="Check that task.py, rewards.py, the recipe, configs/local.yaml and "
-        ".cruft.json agree on the project's task, and name any *.rej file (run it after "
-        "cruft update; `make update` does).",
-    )
+def project_folder(argv: Sequence[str] | None, prog: str, description: str) -> Path | None:
+    """The `--project` folder of a command that reads a project's files as text (check,
+    update-base), its pyproject.toml's [tool.grpo] read (nothing imported); None, the error
+    printed in one line, when there is no project there."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="the project's folder")
     args = parser.parse_args(argv)
     try:
-        load(args.project)  # pyproject.toml's [tool.grpo], read only: nothing is imported
+        load(args.project)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
+        return None
+    return args.project
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    root = project_folder(
+        argv,
+        "grpo check",
+        "Check that task.py, rewards.py, the recipe, configs/local.yaml and .cruft.json agree "
+        "on the project's task, and name any *.rej file (run it after cruft update; `make "
+        "update` does).",
+    )
+    if root is None:
         return 2
-    found = problems(args.project)
+    found = problems(root)
     for line in found:
         print(f"check: {line}", file=sys.stderr)
     if found:
         print(f"check: {len(found)} problem(s); fix them before training", file=sys.stderr)
         return 1
-    task = cruft_task(args.project)
+    task = cruft_task(root)
     print(f"check: the project agrees with itself{f' (the {task} task)' if task else ''}")
     return 0
