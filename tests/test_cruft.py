@@ -601,3 +601,37 @@ def test_make_update_keeps_an_edited_rewards_file_and_never_leaves_a_mixed_task_
                    env={"PYTHONPATH": str(ROOT / "kit" / "src")})  # fmt: skip
     assert_ok(check)
     assert "agrees with itself (the classification task)" in check.stdout
+
+
+@pytest.mark.slow
+def test_make_update_refuses_when_an_edited_file_would_be_dropped(tmp_path):
+    """The walk's mixed task (issue 41): rewards.py edited and a row added to the old task's
+    own sample data, committed; the update drops that file, git cannot apply the removal, and
+    cruft's fallback (`git apply --reject`) half-applied the whole update (task.py of the new
+    task, rewards.py of the old with a .rej). `make update` now refuses before cruft runs,
+    naming the file and the fix, nothing changed; done as it says, the update merges."""
+    template = template_repository(tmp_path)
+    project = cookiecutter_generated(tmp_path, template)
+    data = project / "data/sample_math.jsonl"
+    data.write_text(data.read_text() + MY_ROW)
+    rewards = project / "src/my_grpo_project/rewards.py"
+    rewards.write_text(rewards.read_text() + f"\n\n{MY_LINE}\n")
+    commit_all(project, "my changes")
+    before = snapshot(project)
+
+    code, output = make_update(project, '{"task_type": "classification"}')
+    assert code != 0 and "Apply diff" not in output and "Traceback" not in output
+    refusal = [line for line in output.splitlines() if line.startswith("update: refused")]
+    assert len(refusal) == 1, output
+    assert "data/sample_math.jsonl: edited, and the update drops it" in refusal[0]
+    assert "git mv data/sample_math.jsonl data/my_sample_math.jsonl" in refusal[0]
+    assert snapshot(project) == before
+
+    git(project, "mv", "data/sample_math.jsonl", "data/my_sample_math.jsonl")
+    commit_all(project, "my rows under my own name")
+    code, output = make_update(project, '{"task_type": "classification"}', answers=("y",))
+    assert not list(project.rglob("*.rej")), output
+    assert MY_LINE in rewards.read_text() and "def label_correctness" in rewards.read_text()
+    assert 'name="classification"' in (project / "src/my_grpo_project/task.py").read_text()
+    assert (project / "data/my_sample_math.jsonl").read_text().endswith(MY_ROW)
+    assert "Traceback" not in output

@@ -17,23 +17,28 @@ from ..errors import UserError
 from ..project import load
 
 
-def project_folder(argv: Sequence[str] | None, prog: str, description: str) -> Path | None:
-    """The `--project` folder of a command that reads a project's files as text (check,
-    update-base), its pyproject.toml's [tool.grpo] read (nothing imported); None, the error
-    printed in one line, when there is no project there."""
+def project_folder(
+    argv: Sequence[str] | None, prog: str, description: str, options=None
+) -> tuple[Path | None, argparse.Namespace]:
+    """(the `--project` folder, the parsed options) of a command that reads a project's files
+    as text (check, update-base), its pyproject.toml's [tool.grpo] read (nothing imported);
+    the folder is None, the error printed in one line, when there is no project there.
+    `options(parser)` adds the command's own."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="the project's folder")
+    if options is not None:
+        options(parser)
     args = parser.parse_args(argv)
     try:
         load(args.project)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
-        return None
-    return args.project
+        return None, args
+    return args.project, args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    root = project_folder(
+    root, _ = project_folder(
         argv,
         "grpo check",
         "Check that task.py, rewards.py, the recipe, configs/local.yaml and .cruft.json agree "
