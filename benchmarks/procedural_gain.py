@@ -261,12 +261,13 @@ def held_out_section(both: Path, warm_out: Path, decoding: str = "greedy") -> st
     summary = json.loads((both / "summary.json").read_text())
     n = summary["prompts"]
     how = summary.get("decoding", decoding)
+    how = decoding if how == decoding else f"{decoding}: {how}"
     results = {
         "base (SmolLM2-135M-Instruct)": (both, "base"),
         "after the warm-up": (warm_out, "trained"),
         "after warm-up + GRPO": (both, "trained"),
     }
-    lines = [f"## Held-out problems ({n}, {decoding}: {how}; held out: {summary['held_out']})\n",
+    lines = [f"## Held-out problems ({n}, {how}; held out: {summary['held_out']})\n",
              "| model | accuracy (mean score) | solved | solved share | SE | strict_format |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     share = {}
