@@ -14,15 +14,24 @@ generator's own `score_answer`. configs/local.yaml gets the real model's folder 
 3. `preflight` on the warm-up's merged model (expected: the teaching rewards now vary);
 4. `train` (GRPO) from the merged model for `--steps` steps, under a profiler that records where
    each step's time goes (benchmarks/step_profile.py: TRL's own phase timers and the backward);
-5. `evaluate` on `--held-out` held-out problems, greedy: base vs GRPO, then the warm-up alone;
+5. `evaluate` on the same `--held-out` held-out problems, twice: greedy (`--greedy`: each model's
+   likeliest answer), then sampled (one completion per problem at the GRPO run's own rollout
+   sampling: the recipe's training temperature, top_p and top_k, read from its run record,
+   seeded with `--seed`, the same for every model); each time base vs GRPO, then the warm-up
+   alone;
 6. bare TRL (run.py's floor) with the run's settings, model and rows for `--bare-steps` steps,
    under the same profiler.
 
-It prints the accuracies with their binomial standard errors, GRPO's gain over the warm-up in
+Why both decodings: greedy shows the model's mode, which GRPO on a small model may leave in
+place while it moves probability towards right answers (issue 40: training-time correctness
+0.10 -> 0.23 while greedy stayed flat); sampled pass@1 at the training temperature scores the
+policy GRPO actually optimised, the distribution its rewards were measured on. For each decoding
+it prints the accuracies with their binomial standard errors, GRPO's gain over the warm-up in
 standard errors, the paired McNemar count (problems GRPO newly solves / newly fails, exact
-two-sided p), the preflight verdicts, each GRPO step, where a step's time goes (project and bare
-TRL) and the machine. Every command runs under `nice` with `--threads` torch threads. The
-README's "A real model learns" section quotes its output.
+two-sided p) and its own "Beyond 2 SE" verdict; then the preflight verdicts, each GRPO step,
+where a step's time goes (project and bare TRL) and the machine. Every command runs under
+`nice` with `--threads` torch threads. The README's "A real model learns" section quotes its
+output.
 """
 
 from __future__ import annotations
@@ -193,20 +202,72 @@ def speed_rerun(project: Path, steps: int, rounds: int, threads: int) -> None:
           f"Machine: {bench.machine()}.")  # fmt: skip
 
 
-def held_out_section(both: Path, warm_out: Path) -> str:
-    """The held-out table from evaluate's outputs (base vs GRPO in `both`, the warm-up alone in
-    `warm_out`): per model, evaluate's accuracy (the mean score: reasoning-gym's scorers give
-    partial credit, e.g. len(answer)/len(reply) when the reply contains it), the problems solved
-    (score 1) with the binomial SE of that share, strict format; then GRPO's gain over the
-    warm-up in solved problems, in SEs, and paired (McNemar)."""
+# evaluate's output folders (under the project) per decoding: (base vs GRPO, the warm-up alone)
+EVALUATIONS = {
+    "greedy": ("outputs/eval-base-vs-grpo", "outputs/eval-warmup"),
+    "sampled": ("outputs/eval-sampled-base-vs-grpo", "outputs/eval-sampled-warmup"),
+}
+
+
+def rollout_sampling(run_dir: Path, seed: int) -> list[str]:
+    """evaluate's options for the GRPO run's own rollout sampling (its run record's resolved
+    temperature, top_p, top_k: what its rewards were measured on), seeded."""
+    recipe = json.loads((run_dir / "run_record.json").read_text())["recipe"]
+    temperature = recipe.get("temperature")
+    temperature = 1.0 if temperature is None else temperature  # TRL's default
+    top_p = recipe.get("top_p")
+    return ["--temperature", f"{temperature:g}", "--top-p", f"{1.0 if top_p is None else top_p:g}",
+            "--top-k", str(recipe.get("top_k") or 0), "--seed", str(seed)]  # fmt: skip
+
+
+def evaluations(run, project: Path, model: Path, merged: Path, args) -> dict[str, float]:
+    """The held-out evaluations each decoding needs (EVALUATIONS), skipping those a kept
+    project already has (a summary.json): wall seconds per command run."""
+    sampled = rollout_sampling(project / OUTPUT_DIR, args.seed)
+    decodings = {"greedy": ["--greedy"], "sampled": sampled}
+    times = {}
+    for name, (both, warm_out) in EVALUATIONS.items():
+        held = ["--limit", str(args.held_out), *decodings[name],
+                "--max-new-tokens", str(args.max_completion_length)]  # fmt: skip
+        if not (project / both / "summary.json").exists():
+            times[f"evaluate base + GRPO, {name}"], _ = run(
+                "evaluate", "--model", str(OUTPUT_DIR), "--base", str(model), *held,
+                "--output-dir", both,
+            )  # fmt: skip
+        if not (project / warm_out / "summary.json").exists():
+            times[f"evaluate warm-up, {name}"], _ = run(
+                "evaluate", "--model", str(merged), "--no-base", *held, "--output-dir", warm_out
+            )
+    return times
+
+
+def held_out_sections(project: Path) -> str:
+    """The held-out table of each decoding whose evaluations the project has."""
+    found = []
+    for name, (both, warm_out) in EVALUATIONS.items():
+        if (project / both / "summary.json").exists() and (
+            project / warm_out / "summary.json"
+        ).exists():
+            found.append(held_out_section(project / both, project / warm_out, name))
+    return "\n".join(found)
+
+
+def held_out_section(both: Path, warm_out: Path, decoding: str = "greedy") -> str:
+    """The held-out table from evaluate's outputs of one decoding (base vs GRPO in `both`, the
+    warm-up alone in `warm_out`): per model, evaluate's accuracy (the mean score: reasoning-gym's
+    scorers give partial credit, e.g. len(answer)/len(reply) when the reply contains it), the
+    problems solved (score 1) with the binomial SE of that share, strict format; then GRPO's
+    gain over the warm-up in solved problems, in SEs, and paired (McNemar)."""
     summary = json.loads((both / "summary.json").read_text())
     n = summary["prompts"]
+    how = summary.get("decoding", decoding)
+    how = decoding if how == decoding else f"{decoding}: {how}"
     results = {
         "base (SmolLM2-135M-Instruct)": (both, "base"),
         "after the warm-up": (warm_out, "trained"),
         "after warm-up + GRPO": (both, "trained"),
     }
-    lines = [f"## Held-out problems ({n}, greedy; held out: {summary['held_out']})\n",
+    lines = [f"## Held-out problems ({n}, {how}; held out: {summary['held_out']})\n",
              "| model | accuracy (mean score) | solved | solved share | SE | strict_format |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     share = {}
@@ -227,7 +288,7 @@ def held_out_section(both: Path, warm_out: Path) -> str:
     gained, lost, p = mcnemar([before[q] for q in before], [after.get(q, False) for q in before])
     gain = grpo - warm
     lines.append(
-        f"\nGRPO's gain over the warm-up (solved share): {gain:+.3f} = "
+        f"\n{decoding.capitalize()}: GRPO's gain over the warm-up (solved share): {gain:+.3f} = "
         f"{gain / se_warm if se_warm else 0:+.1f} SE of the warm-up's share ({se_warm:.3f}), "
         f"{gain / se_diff if se_diff else 0:+.1f} SE of the difference ({se_diff:.3f}); paired "
         f"(McNemar): +{gained} / -{lost} problems, exact p = {p:.3g}. Beyond 2 SE: "
@@ -253,7 +314,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads per command")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
     parser.add_argument(
-        "--held-out-from", type=Path, help="only print the held-out table of a kept project"
+        "--held-out-from",
+        type=Path,
+        help="a kept project (its folder under projects/): run the held-out evaluations it "
+        "lacks, then print the held-out tables",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="sampling seed of the sampled evaluation (default 0)"
     )
     parser.add_argument(
         "--speed-from",
@@ -266,12 +333,16 @@ def main() -> None:
     if args.speed_from:
         speed_rerun(args.speed_from.resolve(), args.bare_steps, args.speed_rounds, args.threads)
         return
-    if args.held_out_from:
-        outputs = args.held_out_from / "outputs"
-        print(held_out_section(outputs / "eval-base-vs-grpo", outputs / "eval-warmup"))
-        return
-
     from grpo_kit.offline.real_model import ensure_real_model
+
+    if args.held_out_from:  # a kept project: run the evaluations it lacks, print the tables
+        project = args.held_out_from.resolve()
+        run = rm.Runner(project, args.threads, project.parents[1] / "commands.log")
+        run.env["PYTHONPATH"] += os.pathsep + KIT
+        merged = OUTPUT_DIR.parent / f"{OUTPUT_DIR.name}-warmup" / "merged"
+        evaluations(run, project, ensure_real_model(), merged, args)
+        print(held_out_sections(project))
+        return
 
     started = time.perf_counter()
     model = ensure_real_model()
@@ -304,17 +375,7 @@ def main() -> None:
     )
     state = json.loads((project / OUTPUT_DIR / "trainer_state.json").read_text())
     steps_text, _ = steps_table(state["log_history"])
-    held = ["--limit", str(args.held_out), "--greedy",
-            "--max-new-tokens", str(args.max_completion_length)]  # fmt: skip
-    both, warm_out = project / "outputs/eval-base-vs-grpo", project / "outputs/eval-warmup"
-    times["evaluate base + GRPO"], _ = run(
-        "evaluate", "--model", str(OUTPUT_DIR), "--base", str(model), *held, "--output-dir",
-        str(both.relative_to(project)),
-    )  # fmt: skip
-    times["evaluate warm-up"], _ = run(
-        "evaluate", "--model", str(merged), "--no-base", *held, "--output-dir",
-        str(warm_out.relative_to(project)),
-    )  # fmt: skip
+    times.update(evaluations(run, project, model, merged, args))
     bare, bare_phases = [], None
     if args.bare_steps:
         bare, bare_phases = bare_profiled(
@@ -327,7 +388,7 @@ def main() -> None:
     print((project / "outputs/preflight-warm.md").read_text())
     print(f"## GRPO from the warm-up ({args.steps} steps)\n")
     print(steps_text)
-    print(held_out_section(both, warm_out))
+    print(held_out_sections(project))
     print("## Where a GRPO step's time goes\n")
     columns = {"project": project_phases}
     if bare_phases:
