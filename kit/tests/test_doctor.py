@@ -763,3 +763,21 @@ def test_a_judge_that_leaves_the_plan_room_or_runs_elsewhere_passes(projects):
 
 def test_a_task_without_a_judge_has_no_judge_check(recipe):
     assert doctor.check_judge_placement(recipe, True, lambda: [(1 * GIB, 80 * GIB)]) == []
+
+
+def test_offline_reaches_the_libraries_already_imported(monkeypatch):
+    """`grpo doctor --offline` set HF_HUB_OFFLINE after the stack was imported, which the
+    libraries had read already: loading the tokenizer still spent ~45 s on Hub retries (issue
+    41's walk). Their flags are set too."""
+    import datasets.config
+    import huggingface_hub.constants
+    from transformers.utils.hub import is_offline_mode  # what its downloads ask
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    assert not is_offline_mode()
+    doctor.hub_offline()
+    assert is_offline_mode() and datasets.config.HF_HUB_OFFLINE
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # restored by monkeypatch when the test ends

@@ -352,6 +352,11 @@ def test_an_offline_runs_data_is_evaluated_when_the_recipe_names_the_hub(
     flagged = SimpleNamespace(smoke=False, trial=True)
     assert evaluate.offline_run_data(logged_run, hub, flagged, []) == []
     assert evaluate.offline_run_data(logged_run, recipe, plain, []) == []  # the same data
+    switched = tmp_path / "switched"  # a smoke run of the task before a switch: its file gone
+    record(switched, smoke=True, dataset_name="data/sample_gone.jsonl")
+    with pytest.raises(UserError, match=r"offline run on data/sample_gone.jsonl \(its run "
+                       r"record\), which is no longer here .*--dataset_name"):  # fmt: skip
+        evaluate.offline_run_data(switched, hub, plain, [])
     real = tmp_path / "real"
     record(real, dataset_name="data/sample_math.jsonl")  # a run record without `smoke`
     assert evaluate.offline_run_data(real, hub, plain, []) == []

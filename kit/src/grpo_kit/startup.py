@@ -69,15 +69,16 @@ def quiet_nanobind_exit() -> bool:
     """Triton's compiled module (`triton._C.libtriton`, loaded by Unsloth) is built with
     nanobind, whose leak check prints "nanobind: leaked N instances! ... leaked N functions!" when
     the interpreter shuts down: harmless (the OS frees it all) but it reads like a crash after a
-    command's last line (`smoke passed`, or its one-line error). nanobind can only be told at
-    build time (`nb::set_leak_warnings`, which triton does not expose, and no environment
-    variable), so stderr goes to /dev/null once the atexit handlers run, as triton does for its
-    own warm-up workers; GRPO_VERBOSE=1 keeps it. `cli.main` calls it after every command. True
-    when silenced."""
-    if os.environ.get("GRPO_VERBOSE") or "triton._C.libtriton" not in sys.modules:
-        return False
+    command's last line (`smoke passed`, its one-line error, pytest's summary). nanobind can only
+    be told at build time (`nb::set_leak_warnings`, which triton does not expose, and no
+    environment variable), so stderr goes to /dev/null once the atexit handlers run, as triton
+    does for its own warm-up workers, when triton's module is loaded by then; GRPO_VERBOSE=1
+    keeps it. `cli.main` calls this after every command, and the Unsloth backend when it loads
+    (a project's test run). Returns whether this process would be silenced now."""
 
     def silence() -> None:
+        if os.environ.get("GRPO_VERBOSE") or "triton._C.libtriton" not in sys.modules:
+            return
         sys.stderr.flush()
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 2)
@@ -85,5 +86,5 @@ def quiet_nanobind_exit() -> bool:
 
     if not _SILENCED:
         _SILENCED.append(True)
-        atexit.register(silence)  # registered last: runs first, before the module teardown
-    return True
+        atexit.register(silence)  # atexit runs before the module teardown that reports leaks
+    return not os.environ.get("GRPO_VERBOSE") and "triton._C.libtriton" in sys.modules

@@ -29,6 +29,10 @@ import logging  # noqa: E402
 
 import unsloth  # noqa: E402, F401  (first: patches trl/transformers/peft on import)
 
+from .. import startup  # noqa: E402
+
+startup.quiet_nanobind_exit()  # triton's leak report at exit, in any process that loads it
+
 from ..errors import ModelError, hub_hint  # noqa: E402
 from ..tokenizer import ready_for_generation  # noqa: E402
 

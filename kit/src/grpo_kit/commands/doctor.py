@@ -969,6 +969,16 @@ def parse_args(argv: Sequence[str] | None):
     return parser.parse_known_args(argv)
 
 
+def hub_offline() -> None:
+    """--offline: no Hub request from here on. The variable alone comes too late (the libraries
+    read HF_HUB_OFFLINE when they are imported, before the command runs: the tokenizer's load
+    spent ~45 s on Hub retries), so their flags are set too."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    for module in ("huggingface_hub.constants", "datasets.config"):
+        if module in sys.modules:
+            sys.modules[module].HF_HUB_OFFLINE = True
+
+
 def diagnose(argv: Sequence[str] | None = None) -> list[Check]:
     import torch
 
@@ -978,7 +988,7 @@ def diagnose(argv: Sequence[str] | None = None) -> list[Check]:
     args, recipe_args = parse_args(argv)
     offline = args.offline or os.environ.get("HF_HUB_OFFLINE") == "1"
     if offline:
-        os.environ["HF_HUB_OFFLINE"] = "1"
+        hub_offline()
     cuda = torch.cuda.is_available()
     cpu_requested = "--use_cpu" in recipe_args or "--smoke" in recipe_args
     findings = check_python()

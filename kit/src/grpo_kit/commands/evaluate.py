@@ -174,6 +174,15 @@ def offline_run_data(trained: Path, recipe, args, overrides: Sequence[str]) -> l
         return []  # the user's own data for this evaluation
     if trained_on.get("dataset_name") in (None, recipe.script.dataset_name):
         return []
+    from ..data import is_local
+
+    gone = trained_on["dataset_name"]
+    if is_local(gone) and not Path(gone).exists():
+        raise UserError(
+            f"{trained} is an offline run on {gone} (its run record), which is no longer here "
+            "(a task switch, or a file removed): evaluate it with --dataset_name <data>, or "
+            "evaluate a run of the project as it is now (make try, make smoke)"
+        )
     found = []
     for field in DATA_FIELDS:
         value = trained_on.get(field)
