@@ -168,8 +168,18 @@ def undo_rejected(project: Path) -> list[str]:
     identity = []  # git stash commits: without an identity, generation's fallback one
     if not _git(project, "config", "user.email").stdout.strip():
         identity = ["-c", "user.name=grpo-template", "-c", "user.email=grpo-template@localhost"]
-    done = _git(project, *identity, "stash", "push", "--include-untracked", "-q", "-m",
-                "grpo: a half-applied cruft update (make update put it aside)")  # fmt: skip
+    done = _git(
+        project,
+        *identity,
+        "stash",
+        "push",
+        "--include-untracked",
+        "-q",
+        "-m",
+        "grpo: a half-applied cruft update (make update put it aside)",
+        "--",
+        ".",
+    )  # fmt: skip  (this project's folder only, where make update checked)
     if done.returncode != 0:
         raise UserError(
             f"cruft left {', '.join(rejects)} and `git stash` failed ({done.stderr.strip()}): "
