@@ -8,9 +8,9 @@ problems are reasoning-gym's (the starter's mix of sums and differences), the tr
 the task's seed, the held-out ones from seed + 1_000_000 (grpo_kit.procedural), scored by each
 generator's own `score_answer`. `--one-digit` edits the baked project's task.py as its docstring
 invites a user to (a generator's config): every `"max_digits": 2` becomes 1, nothing else changes
-(with the starter's mix, the one-digit sums and differences are then few enough that training
-takes nearly all of them, so the held-out problems are mostly the three-term chains; the output
-says what was edited). configs/local.yaml gets the real model's folder (built offline,
+(with the starter's mix, the two-term one-digit problems are then few enough that training takes
+nearly all of them, so the held-out problems are three-term chains: all 200 in the README's run;
+the output says what was edited). configs/local.yaml gets the real model's folder (built offline,
 `grpo real-model`) and a CPU-sized run. Then, each one the project's own command:
 
 1. `preflight` on the base model (expected: refused, it never writes the format);
