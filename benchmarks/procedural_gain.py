@@ -1,12 +1,16 @@
 """The held-out gain (figures, not tests): SmolLM2-135M-Instruct on the procedural task, offline, on
 the CPU, through a generated project's own commands; base vs warm-up vs warm-up + GRPO.
 
-    python benchmarks/procedural_gain.py [--steps 60] [--held-out 200] [--keep DIR] ...
+    python benchmarks/procedural_gain.py [--steps 60] [--held-out 200] [--one-digit] [--keep DIR]
 
 A project is baked for SmolLM2 (the catalog's entry), the cpu tier and task_type=procedural: its
 problems are reasoning-gym's (the starter's mix of sums and differences), the training ones from
 the task's seed, the held-out ones from seed + 1_000_000 (grpo_kit.procedural), scored by each
-generator's own `score_answer`. configs/local.yaml gets the real model's folder (built offline,
+generator's own `score_answer`. `--one-digit` edits the baked project's task.py as its docstring
+invites a user to (a generator's config): every `"max_digits": 2` becomes 1, nothing else changes
+(with the starter's mix, the two-term one-digit problems are then few enough that training takes
+nearly all of them, so the held-out problems are three-term chains: all 200 in the README's run;
+the output says what was edited). configs/local.yaml gets the real model's folder (built offline,
 `grpo real-model`) and a CPU-sized run. Then, each one the project's own command:
 
 1. `preflight` on the base model (expected: refused, it never writes the format);
@@ -67,6 +71,18 @@ PROFILED = (
     "step_profile.install(); sys.argv = ['grpo_kit', *sys.argv[1:]]; "
     "runpy.run_module('grpo_kit', run_name='__main__', alter_sys=True)"
 )
+
+
+def one_digit(project: Path) -> str:
+    """Edit the project's task.py as a user would for easier problems: every generator config's
+    `"max_digits": 2` becomes 1. Returns what was edited."""
+    (path,) = (project / "src").glob("*/task.py")
+    old, new = '"max_digits": 2', '"max_digits": 1'
+    text = path.read_text(encoding="utf-8")
+    count = text.count(old)
+    assert count >= 1, f"--one-digit: no {old} in {path}"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return f"{path.relative_to(project)}: {old} -> {new} ({count} substitution(s))"
 
 
 def binomial_se(p: float, n: int) -> float:
@@ -311,6 +327,11 @@ def main() -> None:
     parser.add_argument(
         "--bare-steps", type=int, default=5, help="bare TRL steps (0: skip the bare run)"
     )
+    parser.add_argument(
+        "--one-digit",
+        action="store_true",
+        help='easier problems: the baked task.py\'s "max_digits": 2 become 1',
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads per command")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
     parser.add_argument(
@@ -352,6 +373,9 @@ def main() -> None:
     project = bench.bake(
         folder / "projects", model=rm.HUB_ID, gpu_tier="cpu", task_type="procedural"
     )
+    edited = one_digit(project) if args.one_digit else None
+    if edited:
+        print(f"--one-digit: edited {edited}", file=sys.stderr)
     (project / "configs" / "local.yaml").write_text(rm.run_recipe(model, args, OUTPUT_DIR))
     run = rm.Runner(project, args.threads, folder / "commands.log")
     run.env["PYTHONPATH"] += os.pathsep + KIT  # the kit this benchmark imported, not another
@@ -382,6 +406,8 @@ def main() -> None:
             project, project / OUTPUT_DIR, folder, args.bare_steps, args.threads
         )
 
+    if edited:
+        print(f"## Task edited (--one-digit)\n\n{edited}\n")
     print("## Preflight of the base model\n")
     print((project / "outputs/preflight-base.md").read_text())
     print("## Preflight after the format warm-up\n")
