@@ -128,41 +128,17 @@ def profile_table(columns: dict[str, dict[str, float]]) -> str:
 
 
 def bare_profiled(project: Path, run_dir: Path, folder: Path, steps: int, threads: int):
-    """Bare TRL (run.py's floor) with the run's settings, model and rows, profiled: (step times,
-    phases per step), or ([], None) when it fails."""
-    record = json.loads((run_dir / "run_record.json").read_text())
-    data = folder / "bare-data.jsonl"
+    """Bare TRL (real_model.py's driver of run.py's floor) with the run's settings, model and
+    rows, profiled: (step times, phases per step), or ([], None) when it fails."""
     path = os.pathsep.join([str(project / "src"), KIT])
-    env = {**bench.ENV, "PYTHONPATH": path, "OMP_NUM_THREADS": str(threads)}
-    script = (
-        "import json, sys\n"
-        "from grpo_kit import data\n"
-        "from grpo_kit.recipe import parse_recipe\n"
-        "r = parse_recipe(['--config', 'configs/grpo.yaml'], read_only=True)\n"
-        "task = r.project.task\n"
-        "rows = data.load_training_rows(r.script, r.task, task)\n"
-        "rows = data.to_conversations(rows, r.script, r.task, task)\n"
-        "with open(sys.argv[1], 'w') as f:\n"
-        "    for row in rows: f.write(json.dumps(row) + '\\n')\n"
-    )
-    subprocess.run([sys.executable, "-c", script, str(data)], cwd=project, env=env, check=True)
-    spec_path = bench.bare_spec(project, run_dir, data, folder / "bare.json")
-    spec = json.loads(spec_path.read_text())
-    spec["recipe"].update(
-        max_steps=steps, model_name_or_path=record["recipe"]["model_name_or_path"]
-    )
-    spec_path.write_text(json.dumps(spec))
     profile = folder / "bare-profile.json"
-    code = f"import sys; sys.path.insert(0, {str(HERE)!r}); import step_profile; "
-    code += "step_profile.install()\n" + bench.BARE
-    done = subprocess.run(
-        ["nice", "-n", "10", sys.executable, "-c", code, str(spec_path)], cwd=project,
-        env={**env, step_profile.ENV: str(profile)}, capture_output=True, text=True,
-    )  # fmt: skip
-    if done.returncode != 0:
-        print(f"bare TRL failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+    env = {**bench.ENV, "PYTHONPATH": path, "OMP_NUM_THREADS": str(threads),
+           step_profile.ENV: str(profile)}  # fmt: skip
+    prelude = f"import sys; sys.path.insert(0, {str(HERE)!r}); import step_profile; "
+    prelude += "step_profile.install()\n"
+    history = rm.bare_history(project, run_dir, folder, steps, env, prelude)
+    if history is None:
         return [], None
-    history = json.loads(done.stdout.strip().splitlines()[-1])
     times = step_seconds(history)
     events = json.loads(profile.read_text())
     return times, step_profile.phases(events, len(times), statistics.mean(times))

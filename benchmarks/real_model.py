@@ -131,8 +131,13 @@ def steps_table(history: list[dict]) -> tuple[str, dict]:
     return "\n".join(lines) + note, figures
 
 
-def bare_seconds(project: Path, run_dir: Path, folder: Path, steps: int, threads: int) -> list:
-    """Seconds per step of bare TRL with the run's resolved settings, model and rows."""
+def bare_history(
+    project: Path, run_dir: Path, folder: Path, steps: int, env: dict, prelude: str = ""
+) -> list | None:
+    """TRL's log history of `steps` bare TRL steps (run.py's floor) with the run's resolved
+    settings, model and training rows (held-out rows left out, as the project's train does),
+    `prelude` run first in its process (procedural_gain.py's step profiler); None when it
+    fails. `env` is the project's environment (its src, and the kit, on PYTHONPATH)."""
     record = json.loads((run_dir / "run_record.json").read_text())
     data = folder / "bare-data.jsonl"
     script = (
@@ -146,7 +151,6 @@ def bare_seconds(project: Path, run_dir: Path, folder: Path, steps: int, threads
         "with open(sys.argv[1], 'w') as f:\n"
         "    for row in rows: f.write(json.dumps(row) + '\\n')\n"
     )
-    env = {**bench.ENV, "PYTHONPATH": str(project / "src"), "OMP_NUM_THREADS": str(threads)}
     subprocess.run([sys.executable, "-c", script, str(data)], cwd=project, env=env, check=True)
     spec_path = bench.bare_spec(project, run_dir, data, folder / "bare.json")
     spec = json.loads(spec_path.read_text())
@@ -155,13 +159,19 @@ def bare_seconds(project: Path, run_dir: Path, folder: Path, steps: int, threads
     )
     spec_path.write_text(json.dumps(spec))
     done = subprocess.run(
-        ["nice", "-n", "10", sys.executable, "-c", bench.BARE, str(spec_path)],
+        ["nice", "-n", "10", sys.executable, "-c", prelude + bench.BARE, str(spec_path)],
         cwd=project, env=env, capture_output=True, text=True,
     )  # fmt: skip
     if done.returncode != 0:
         print(f"bare TRL failed:\n{done.stderr[-2000:]}", file=sys.stderr)
-        return []
-    history = json.loads(done.stdout.strip().splitlines()[-1])
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def bare_seconds(project: Path, run_dir: Path, folder: Path, steps: int, threads: int) -> list:
+    """Seconds per step of bare TRL with the run's resolved settings, model and rows."""
+    env = {**bench.ENV, "PYTHONPATH": str(project / "src"), "OMP_NUM_THREADS": str(threads)}
+    history = bare_history(project, run_dir, folder, steps, env) or []
     return [row["step_time"] for row in history if "step_time" in row]
 
 
