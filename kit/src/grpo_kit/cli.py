@@ -42,7 +42,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "eject": ("commands.eject", "main", "make the kit's train, merge or infer script yours"),
     "docs": ("commands.docs", "main", "the kit's manual, as installed: topics, or one printed"),
     "check": ("commands.check", "main", "task.py, rewards.py, recipe agree? *.rej files? (update)"),
-    "update-base": ("commands.update_base", "main", "before cruft update: generated files to git"),
+    "update-base": ("commands.update_base", "main", "make update's guards around cruft update"),
 }
 # Commands that need no project (nor the training stack): they run anywhere.
 NO_PROJECT = ("docs", "check", "real-model", "update-base")  # they read files as text, themselves
@@ -86,6 +86,7 @@ def _target(name: str):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .errors import UserError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
@@ -93,17 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.parse_args(argv[:1] or ["--help"])  # exits with the help or the error
         return 2
     name, rest = argv[0], argv[1:]
-    try:
-        return _run(name, rest)
-    finally:
-        # Whatever the outcome, the command's own last line ends its output, not triton's
-        # nanobind leak report at exit (loaded with Unsloth; an uncaught traceback still prints).
-        startup.quiet_nanobind_exit()
-
-
-def _run(name: str, rest: list[str]) -> int:
-    from .errors import UserError
-
+    # Whatever the outcome, the command's own last line ends its output, not triton's nanobind
+    # leak report at exit (loaded with Unsloth; looked for when the process exits).
+    startup.quiet_nanobind_exit()
     try:
         # The backend (Unsloth first), the command and the training stack are imported with the
         # garbage collector paused, then frozen out of its reach (startup.py: 2-3 s of CPU).

@@ -73,7 +73,7 @@ def quiet_nanobind_exit() -> bool:
     be told at build time (`nb::set_leak_warnings`, which triton does not expose, and no
     environment variable), so stderr goes to /dev/null once the atexit handlers run, as triton
     does for its own warm-up workers, when triton's module is loaded by then; GRPO_VERBOSE=1
-    keeps it. `cli.main` calls this after every command, and the Unsloth backend when it loads
+    keeps it. `cli.main` calls this for every command, and the Unsloth backend when it loads
     (a project's test run). Returns whether this process would be silenced now."""
 
     def silence() -> None:

@@ -26,7 +26,6 @@ from pathlib import Path
 from ..errors import UserError
 from ..project import load as load_project
 from ..recipe import SMOKE_OUTPUT_DIR, offline_data_note, parse_recipe
-from ..startup import quiet_nanobind_exit
 
 logger = logging.getLogger(__name__)
 
@@ -195,6 +194,4 @@ def pipeline(argv: Sequence[str] | None = None) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     from ..runner import run
 
-    code = run(pipeline, argv)
-    quiet_nanobind_exit()  # smoke's last line is its verdict, not triton's leak report
-    return code
+    return run(pipeline, argv)
