@@ -55,6 +55,54 @@ def test_golden_reference_answers_score_one_and_wrong_ones_zero(generator, train
     assert _score(bare, rows) == [0.0] * len(rows)
 
 
+def test_the_warm_up_teaches_worked_steps_that_end_at_the_reference(train_rows, held_rows):
+    """Every starter problem (both generators, both splits) gets a worked reasoning, not a
+    fixed sentence (which taught the 135M model a one-shot guess: issue 40), each step's
+    arithmetic holds, and the last step's result is reasoning-gym's own reference answer."""
+    for row in [*train_rows, *held_rows]:
+        entry = json.loads(row[procedural.ENTRY_COLUMN])
+        steps = procedural.worked_steps(entry)
+        assert steps, row["question"]
+        results = []
+        for line in steps.splitlines():
+            left, op, right, equals, result = line.split()
+            expected = int(left) + int(right) if op == "+" else int(left) - int(right)
+            assert equals == "=" and int(result) == expected, line
+            results.append(result)
+        assert results[-1] == row["answer"]
+        assert steps in TASK.ideal_completion(row, None)
+
+
+@pytest.mark.parametrize(
+    ("expression", "answer", "steps"),
+    [
+        ("8 + 17 - 4", "21", ["8 + 10 = 18", "18 + 7 = 25", "25 - 4 = 21"]),
+        ("23 - 87", "-64", ["23 - 80 = -57", "-57 - 7 = -64"]),
+        ("40 + 30", "70", ["40 + 30 = 70"]),  # no "+ 0" step
+        ("5 + 6", "11", ["5 + 6 = 11"]),
+    ],
+)
+def test_worked_steps_take_tens_then_ones(expression, answer, steps):
+    metadata = {"source_dataset": "chain_sum", "expression": expression}
+    entry = {"answer": answer, "metadata": metadata}
+    assert procedural.worked_steps(entry).splitlines() == steps
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        None,
+        {"answer": "3", "metadata": {"source_dataset": "basic_arithmetic"}},  # no expression
+        {"answer": "14", "metadata": {"expression": "2 * 7"}},  # not a sum
+        {"answer": "6", "metadata": {"expression": "(2 + 4)"}},
+        {"answer": "-2", "metadata": {"expression": "-(1 + 1)"}},
+        {"answer": "9", "metadata": {"expression": "4 + 4"}},  # the steps miss the reference
+    ],
+)
+def test_no_worked_steps_where_they_would_not_be_right(entry):
+    assert procedural.worked_steps(entry) is None
+
+
 def test_the_reward_is_the_generators_own_scorer(train_rows):
     """Partial credit exactly as the generator defines it (reasoning-gym's default scorer: the
     reference inside a longer answer earns len(reference) / len(answer))."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -42,6 +43,7 @@ __all__ = [
     "curriculum_callbacks",
     "entry_of",
     "score",
+    "worked_steps",
 ]
 
 logger = logging.getLogger(__name__)
@@ -274,6 +276,38 @@ def score(answer: str | None, entry: dict) -> float:
     """The generator's own score of `answer` for its entry (reasoning-gym's `score_answer` of
     the dataset named in the entry's metadata; 1.0 for its reference answer)."""
     return float(_scorer(entry["metadata"]["source_dataset"])(answer, entry))
+
+
+_TERM = re.compile(r"\s*([+-])\s*(\d+)")
+
+
+def worked_steps(entry: dict | None) -> str | None:
+    """A worked reasoning for a chain of additions and subtractions of whole numbers (the entry's
+    `metadata.expression`, e.g. basic_arithmetic's and chain_sum's `8 + 17 - 4`), one step per
+    line, left to right, a number of ten or more taken as its tens, then its ones: `8 + 10 =
+    18`, `18 + 7 = 25`, `25 - 4 = 21`. None when the entry has no such expression, or when the
+    steps do not end at the generator's own answer (the entry's `answer`): the reasoning a
+    warm-up teaches is then never one the scorer would mark wrong."""
+    expression = str(((entry or {}).get("metadata") or {}).get("expression", "")).strip()
+    first = re.match(r"\d+", expression)
+    if not first:
+        return None
+    rest = expression[first.end() :]
+    terms = _TERM.findall(rest)
+    if not terms or "".join(op + number for op, number in terms) != re.sub(r"\s+", "", rest):
+        return None
+    total, lines = int(first.group()), []
+    for op, number in terms:
+        value = int(number)
+        for part in (value - value % 10, value % 10) if value >= 10 else (value,):
+            if part == 0 and value >= 10:
+                continue
+            after = total + part if op == "+" else total - part
+            lines.append(f"{total} {op} {part} = {after}")
+            total = after
+    if str(total) != str(entry.get("answer", "")).strip():
+        return None
+    return "\n".join(lines)
 
 
 def check_rows(rows, source: str) -> None:

@@ -19,11 +19,14 @@ dataset_name, with the `question`, `answer` and `rg_entry` columns these rows ha
 from __future__ import annotations
 
 from grpo_kit.procedural import (
+    ENTRY_COLUMN,
     Curriculum,
     Generator,
     Procedural,
     check_rows,
     curriculum_callbacks,
+    entry_of,
+    worked_steps,
 )
 from grpo_kit.rewards import formats
 from grpo_kit.task import DataDefaults, Reward, Task, plain_user_message, think_answer
@@ -71,8 +74,10 @@ def validate(rows, source: str, task_args, answer_column: str) -> None:
 
 
 def ideal_completion(row: dict, task_args) -> str:
-    """Reasoning, then the generator's reference answer in the answer block."""
-    return think_answer("Work it out step by step.", str(row["answer"]))
+    """What `make warmup` teaches: a worked reasoning (a sum's steps, left to right, tens then
+    ones, when the problem is one), then the generator's reference answer in the answer block."""
+    steps = worked_steps(entry_of(row.get(ENTRY_COLUMN)))
+    return think_answer(steps or "Work it out step by step.", str(row["answer"]))
 
 
 TASK = Task(
