@@ -168,14 +168,16 @@ def profiled_train(run, profile: Path, merged: str, *extra: str):
     return elapsed, times, step_profile.phases(events, len(times), statistics.mean(times))
 
 
-def speed_rerun(project: Path, steps: int, rounds: int, threads: int) -> None:
-    """On a kept project: its profiled `train` and bare TRL, `steps` steps each, alternated
-    `rounds` times under the same load; prints the phases and the ratio of the medians."""
+def speed_rerun(project: Path, steps: int, rounds: int, threads: int, option: str = "") -> None:
+    """On a kept project: its profiled `train` and bare TRL (or, with `option`, its `train`
+    again with those extra arguments: a candidate cpu-tier setting), `steps` steps each,
+    alternated `rounds` times under the same load; prints the phases and the medians' ratio."""
     folder = project.parents[1]
     run = rm.Runner(project, threads, folder / "commands.log")
     run.env["PYTHONPATH"] += os.pathsep + KIT
     merged = str(OUTPUT_DIR.parent / f"{OUTPUT_DIR.name}-warmup" / "merged")
-    mine, bare, phases = [], [], {}
+    other = f"project {option}" if option else "bare TRL"
+    mine, theirs, phases = [], [], {}
     for index in range(rounds):
         out = f"outputs/speed-{index}"
         _, times, phases["project"] = profiled_train(
@@ -183,14 +185,20 @@ def speed_rerun(project: Path, steps: int, rounds: int, threads: int) -> None:
             "--output_dir", out,
         )  # fmt: skip
         mine += times
-        times, phases["bare TRL"] = bare_profiled(project, project / out, folder, steps, threads)
-        bare += times
+        if option:
+            _, times, phases[other] = profiled_train(
+                run, folder / f"speed-option-profile-{index}.json", merged, "--max_steps",
+                str(steps), "--output_dir", f"{out}-option", *option.split(),
+            )  # fmt: skip
+        else:
+            times, phases[other] = bare_profiled(project, project / out, folder, steps, threads)
+        theirs += times
     print(profile_table(phases))
-    ratio = statistics.median(mine) / statistics.median(bare) if bare else float("nan")
+    ratio = statistics.median(mine) / statistics.median(theirs) if theirs else float("nan")
     load = os.getloadavg()[0]
-    print(f"Seconds per GRPO step, median: project {statistics.median(mine):.1f} s, bare TRL "
-          f"{statistics.median(bare):.1f} s ({ratio:.2f}x), {len(mine)} steps each, alternated "
-          f"in {rounds} round(s) of {steps}; load average {load:.1f} at the end. "
+    print(f"Seconds per GRPO step, median: project {statistics.median(mine):.1f} s, {other} "
+          f"{statistics.median(theirs):.1f} s ({ratio:.2f}x), {len(mine)} steps each, "
+          f"alternated in {rounds} round(s) of {steps}; load average {load:.1f} at the end. "
           f"Machine: {bench.machine()}.")  # fmt: skip
 
 
@@ -326,9 +334,19 @@ def main() -> None:
         "TRL, --bare-steps steps each, alternated --speed-rounds times",
     )
     parser.add_argument("--speed-rounds", type=int, default=2)
+    parser.add_argument(
+        "--speed-option",
+        default="",
+        help="with --speed-from: compare the project's train with and without these extra "
+        'train arguments (a candidate cpu-tier setting, e.g. "--torch_compile true") '
+        "instead of bare TRL",
+    )
     args = parser.parse_args()
     if args.speed_from:
-        speed_rerun(args.speed_from.resolve(), args.bare_steps, args.speed_rounds, args.threads)
+        speed_rerun(
+            args.speed_from.resolve(), args.bare_steps, args.speed_rounds, args.threads,
+            args.speed_option,
+        )  # fmt: skip
         return
     from grpo_kit.offline.real_model import ensure_real_model
 

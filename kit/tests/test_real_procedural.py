@@ -16,7 +16,8 @@ pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 pytest.importorskip("reasoning_gym")
 
-# The real model, short completions (the warm-up's format is about 20 tokens), a small group.
+# The real model, short completions (a warm-up completion, worked steps and all, is 20-40
+# tokens), a small group.
 RECIPE = (
     CPU_RECIPE.replace("max_completion_length: 64", "max_completion_length: 40")
     .replace("learning_rate: 1.0e-05", "learning_rate: 5.0e-05")
