@@ -278,7 +278,8 @@ def score(answer: str | None, entry: dict) -> float:
     return float(_scorer(entry["metadata"]["source_dataset"])(answer, entry))
 
 
-_TERM = re.compile(r"\s*([+-])\s*(\d+)")
+_SUM = re.compile(r"\d+(?:\s*[+-]\s*\d+)+")  # whole numbers joined by + and -, nothing else
+_TERM = re.compile(r"([+-]?)\s*(\d+)")
 
 
 def worked_steps(entry: dict | None) -> str | None:
@@ -289,19 +290,13 @@ def worked_steps(entry: dict | None) -> str | None:
     steps do not end at the generator's own answer (the entry's `answer`): the reasoning a
     warm-up teaches is then never one the scorer would mark wrong."""
     expression = str(((entry or {}).get("metadata") or {}).get("expression", "")).strip()
-    first = re.match(r"\d+", expression)
-    if not first:
+    if not _SUM.fullmatch(expression):
         return None
-    rest = expression[first.end() :]
-    terms = _TERM.findall(rest)
-    if not terms or "".join(op + number for op, number in terms) != re.sub(r"\s+", "", rest):
-        return None
-    total, lines = int(first.group()), []
+    (_, first), *terms = _TERM.findall(expression)
+    total, lines = int(first), []
     for op, number in terms:
         value = int(number)
-        for part in (value - value % 10, value % 10) if value >= 10 else (value,):
-            if part == 0 and value >= 10:
-                continue
+        for part in [p for p in (value - value % 10, value % 10) if p] if value >= 10 else [value]:
             after = total + part if op == "+" else total - part
             lines.append(f"{total} {op} {part} = {after}")
             total = after
